@@ -1,0 +1,43 @@
+# make demo: the full site run against the local lab.  make test: everything CI checks.
+SHELL := /bin/bash
+VENV ?= .venv
+BIN := $(CURDIR)/$(VENV)/bin
+export PATH := $(BIN):$(PATH)
+export CONTAINERS_CONF := $(CURDIR)/ds41f/lab/containers.conf
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
+
+.PHONY: demo test venv lint unit molecule host-before host-after clean-lab
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements-dev.txt setup.py
+	python3 -m venv $(VENV)
+	$(BIN)/python -m pip install -q -r requirements-dev.txt
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+demo: venv
+	ds41f lab up inventories/lab
+	ds41f run site
+
+lint: venv
+	ruff check .
+	ansible-lint
+
+unit: venv
+	pytest -q tests/unit
+
+molecule: venv
+	@set -e; for s in $(SCENARIOS); do echo "== molecule test -s $$s"; molecule test -s $$s; done
+
+host-before:
+	@mkdir -p .ansible && tests/host_state.sh > .ansible/host-before.txt
+
+host-after:
+	@tests/host_state.sh > .ansible/host-after.txt
+	@diff -u .ansible/host-before.txt .ansible/host-after.txt && echo "host state unchanged"
+
+test: venv host-before lint unit molecule host-after
+
+clean-lab:
+	-for lab in $$(ds41f lab status | awk '/^lab /{print $$2}' | tr -d :); do ds41f lab down $$lab; done

@@ -1,0 +1,5 @@
+import sys
+
+from ds41f.cli import main
+
+sys.exit(main())

@@ -1,0 +1,129 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: spark_topology
+short_description: A DGX Spark cluster from one short site file
+version_added: 0.1.0
+description:
+  - Reads a site file naming the cluster shape and the nodes in rank order, and yields the hosts,
+    groups and per-node fabric variables the stages use.
+  - Groups are C(spark_cluster), C(spark_head), C(spark_workers) and one per shape, such as C(spark_tp4_ring).
+  - Every node gets C(spark_rank), C(spark_links) (per PCIe path - netdev, hca, port, path, peer, peer
+    netdev, cidr, address, peer address), C(spark_nccl_hcas) and C(spark_peer_hcas); the cluster group
+    carries C(spark_shape) (the memory sizing), C(spark_nodes), C(spark_cables) and the GID and MTU policy.
+  - Addresses are derived from the cabling alone - by default C(10.<a><b>.<path>.<node>/24) for the cable
+    between nodes a<b, or carved from O(fabric_pool) - so they are the same on every run and nothing is stored.
+  - An invalid site fails the inventory parse with one line per problem, each naming the field and the fix.
+    Keep C(unparsed_is_failed = True) in ansible.cfg so that failure stops the run.
+  - The file name must end in C(.spark.yml) or C(.spark.yaml).
+options:
+  plugin:
+    description: The name of this plugin.
+    required: true
+    type: str
+    choices: [dgxspark.ds41f.spark_topology]
+  shape:
+    description: The cluster shape.
+    required: true
+    type: str
+    choices: [tp3-triangle, tp3-triangle-4k, tp4-ring, tp3-switched, tp4-switched, tp5-switched,
+              tp6-switched, tp7-switched, tp8-switched]
+  nodes:
+    description:
+      - The nodes in rank order; rank 0 is the head.
+      - Each has C(name) and C(address) (management IPv4), and optionally C(rank), C(management_interface)
+        and C(cables), a per-port override mapping a port (0 or 1) to C(peer:port).
+    required: true
+    type: list
+    elements: dict
+  ssh_user:
+    description: The SSH user on every node.
+    type: str
+  management_interface:
+    description: The management netdev, used for socket bootstrap.
+    type: str
+    default: enP7s7
+  management_network:
+    description: The management network; the fabric must not overlap it.
+    type: str
+  fabric_pool:
+    description: A pool to carve one /24 per fabric path from, instead of the default 10.<a><b>.<path>.0/24.
+    type: str
+  gid_index:
+    description: The RoCE v2 GID slot every node must use, or C(auto).
+    type: raw
+    default: 3
+  mtu:
+    description: The fabric MTU.
+    type: int
+    default: 9000
+  switch_ports:
+    description: Switched shapes only - the ConnectX-7 ports cabled to the switch.
+    type: list
+    elements: int
+    default: [0]
+  context:
+    description: A shorter per-request context than the shape's maximum.
+    type: int
+  vars:
+    description: Extra variables for the C(spark_cluster) group (site overrides of the recipe).
+    type: dict
+"""
+
+EXAMPLES = r"""
+# inventories/ring4/site.spark.yml
+plugin: dgxspark.ds41f.spark_topology
+shape: tp4-ring
+ssh_user: ubuntu
+nodes:
+  - {name: dgx1, address: 192.168.1.11}
+  - {name: dgx2, address: 192.168.1.12}
+  - {name: dgx3, address: 192.168.1.13}
+  - {name: dgx4, address: 192.168.1.14}
+"""
+
+from ansible.errors import AnsibleParserError
+from ansible.plugins.inventory import BaseInventoryPlugin
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import topology
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
+
+
+class InventoryModule(BaseInventoryPlugin):
+    NAME = "dgxspark.ds41f.spark_topology"
+
+    def verify_file(self, path):
+        return super().verify_file(path) and path.endswith((".spark.yml", ".spark.yaml"))
+
+    def parse(self, inventory, loader, path, cache=True):
+        super().parse(inventory, loader, path, cache)
+        site = plain(loader.load_from_file(path, cache="none"))
+        if not isinstance(site, dict) or site.get("plugin") not in (self.NAME, "spark_topology"):
+            raise AnsibleParserError("%s: plugin must be %s" % (path, self.NAME))
+        try:
+            cluster = topology.build(site, source=path)
+        except topology.TopologyError as exc:
+            raise AnsibleParserError(str(exc)) from exc
+        self.populate(cluster, site)
+
+    def populate(self, cluster, site):
+        inv = self.inventory
+        groups = cluster.group_names() + ["spark_head", "spark_workers"]
+        for group in groups:
+            inv.add_group(group)
+        for node in cluster.nodes:
+            inv.add_host(node.name, group="spark_cluster")
+            inv.add_host(node.name, group=groups[1])
+            inv.add_host(node.name, group="spark_head" if node.rank == 0 else "spark_workers")
+            for key, value in cluster.hostvars(node.name).items():
+                inv.set_variable(node.name, key, value)
+        for key, value in cluster.groupvars().items():
+            inv.set_variable("spark_cluster", key, value)
+        # The site as written, so the validation play can rebuild and cross-check the model.
+        inv.set_variable("spark_cluster", "spark_site", {k: v for k, v in site.items() if k != "vars"})
+        for key, value in cluster.extra_vars.items():
+            inv.set_variable("spark_cluster", key, value)

@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+"""The shape every converging module of this collection has: read, plan, write only outside check mode.
+
+    plan = Plan(module)
+    found = read_something()
+    if found != wanted:
+        plan.change("netdev enp1s0f0np0 mtu", wanted, found, "ip link set enp1s0f0np0 mtu 9000",
+                    lambda: set_mtu(...))
+    module.exit_json(**plan.result())
+
+``changed`` is ``bool(actions)``; ``diff`` shows each setting before and after; ``drift`` is the list the
+doctor's drift table reads (setting, expected, found, fix). In check mode nothing is called.
+"""
+
+from __future__ import annotations
+
+
+def _text(value):
+    if value is None:
+        return "(absent)\n"
+    text = value if isinstance(value, str) else repr(value)
+    return text if text.endswith("\n") else text + "\n"
+
+
+class Plan:
+    def __init__(self, module):
+        self.module = module
+        self.actions = []
+        self.drift = []
+        self.diffs = []
+
+    @property
+    def check_mode(self):
+        return self.module.check_mode
+
+    def change(self, setting, expected, found, action, apply=None, fix=None):
+        """Record one difference and the action that removes it; run ``apply`` unless in check mode."""
+        self.drift.append({"setting": setting, "expected": expected, "found": found,
+                           "fix": fix or action})
+        self.diffs.append({"before_header": setting, "after_header": setting,
+                           "before": _text(found), "after": _text(expected)})
+        self.actions.append(action)
+        if apply is not None and not self.module.check_mode:
+            apply()
+
+    def result(self, **extra):
+        out = {"changed": bool(self.actions), "actions": self.actions, "drift": self.drift}
+        if self.diffs:
+            out["diff"] = self.diffs
+        out.update(extra)
+        return out

@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: validate
+short_description: Validate the site and recipe on the controller before any host is touched
+version_added: 0.1.0
+description:
+  - Rebuilds the cluster model from the site file the inventory plugin read and checks that the
+    hostvars still match it (a hand-edited inventory is refused).
+  - Checks every recipe variable that a role of this collection declares in its
+    C(meta/argument_specs.yml) strictly - a quoted boolean or number is an error, not a coercion - and
+    the rules that span variables and the shape (context against the shape, guard thresholds).
+  - Runs entirely on the controller (an action plugin); it opens no connection to any node.
+  - Fails with one line per problem, each naming the field and the fix.
+options:
+  hosts:
+    description: The hosts whose variables to check; defaults to every host of the play.
+    type: list
+    elements: str
+attributes:
+  check_mode:
+    support: full
+    description: Reads only; behaves the same in check mode.
+  diff_mode:
+    support: none
+    description: Changes nothing, so there is no diff.
+  idempotent:
+    support: full
+    description: Reads only.
+  action:
+    support: full
+    description: Runs as an action plugin on the controller.
+notes:
+  - The stage playbooks import C(playbooks/validate.yml) first, tagged C(always).
+author:
+  - ds41f maintainers
+"""
+
+EXAMPLES = r"""
+- name: Validate the site and recipe
+  dgxspark.ds41f.validate:
+  run_once: true
+"""
+
+RETURN = r"""
+shape:
+  description: The validated shape.
+  returned: success
+  type: str
+  sample: tp4-ring
+nodes:
+  description: The nodes in rank order.
+  returned: success
+  type: list
+  elements: str
+problems:
+  description: One line per problem (field, message, fix).
+  returned: failure
+  type: list
+  elements: str
+"""

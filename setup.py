@@ -1,0 +1,25 @@
+"""pip install -e .  gives the controller everything it needs and the `ds41f` command.
+pip install -e .[node]  adds torch and TileLang for the node qualification kernels (kernels/)."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="ds41f",
+    version="0.1.0",
+    description="DeepSeek V4.1 Flash on DGX Spark clusters: the dgxspark.ds41f collection's controller tools",
+    license="Apache-2.0",
+    python_requires=">=3.11",
+    packages=find_packages(include=["ds41f", "ds41f.*"]) + find_packages("kernels", include=["ds41f_kernels*"]),
+    package_dir={"ds41f_kernels": "kernels/ds41f_kernels"},
+    package_data={"ds41f.lab": ["*.txt", "*.conf"], "ds41f_kernels": ["*.json", "*.yml"]},
+    install_requires=[
+        "ansible-core>=2.17",
+        "ansible-runner>=2.4",
+        "netaddr>=1.0",
+        "PyYAML>=6.0",
+    ],
+    extras_require={
+        "node": ["torch", "tilelang==0.1.15"],
+    },
+    entry_points={"console_scripts": ["ds41f=ds41f.cli:main"]},
+)

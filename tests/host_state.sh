@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Prints the host settings a privileged lab node could reach (global sysctls, THP, the host's links).
+# `make test` records it before and after the suite and fails on any difference.
+set -u
+for key in kernel.panic kernel.panic_on_oops kernel.printk vm.watermark_boost_factor vm.min_free_kbytes \
+           vm.swappiness vm.overcommit_memory fs.file-max; do
+  printf '%s = %s\n' "$key" "$(sysctl -n "$key" 2>/dev/null)"
+done
+printf 'thp = %s\n' "$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
+ip -o link show | awk -F': ' '{print "link " $2}' | grep -v -E '^link (veth|podman|cni-podman)' | sed 's/@.*//' | sort
