@@ -13,7 +13,7 @@ def _ip(*args, netns_pid=None, netns=None, check=True):
         cmd = ["nsenter", "-t", str(netns_pid), "-n", *cmd]
     elif netns is not None:
         cmd = ["ip", "-n", netns, *map(str, args)]
-    proc = subprocess.run(cmd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.run(cmd, text=True, capture_output=True)
     if check and proc.returncode != 0:
         raise podman.LabError("%s failed: %s" % (" ".join(cmd), proc.stderr.strip()))
     return proc

@@ -9,7 +9,8 @@ FIXES = {
     "kernel": "boot every node into the same kernel (the kernel stage pins it).",
     "page_size": "boot every node into the same kernel flavour (64 KiB or 4 KiB).",
     "driver": "install the same NVIDIA driver on every node.",
-    "uvm_srcversion": "build and load the same memory-saver release everywhere (memory_saver stage), or remove it everywhere.",
+    "uvm_srcversion": "build and load the same memory-saver release everywhere (memory_saver stage), "
+                      "or remove it everywhere.",
     "secure_boot": "set Secure Boot the same way on every node's firmware.",
     "governor": "run the host_baseline stage on every node.",
     "image_id": "run the image stage: it ships one image to every node.",
@@ -26,7 +27,8 @@ def mismatches(readings, keys):
             groups = {}
             for node, value in values.items():
                 groups.setdefault(repr(value), []).append(node)
-            found = "; ".join("%s on %s" % (k, ", ".join(v)) for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1])))
+            ordered = sorted(groups.items(), key=lambda kv: -len(kv[1]))
+            found = "; ".join("%s on %s" % (k, ", ".join(v)) for k, v in ordered)
             out.append({"setting": key, "found": found, "values": values,
                         "fix": FIXES.get(key, "make %s the same on every node." % key)})
     return out

@@ -79,7 +79,8 @@ def check_value(name, value, spec, where):
                 problems.append(Problem("%s[%d]" % (name, i), "is %s; %s declares %s elements." % (
                     _describe(item), where, spec["elements"]), "write each element as a %s." % spec["elements"]))
             elif choices is not None and item not in choices:
-                problems.append(Problem("%s[%d]" % (name, i), "%r is not one of %s." % (item, ", ".join(map(str, choices))),
+                problems.append(Problem("%s[%d]" % (name, i),
+                                        "%r is not one of %s." % (item, ", ".join(map(str, choices))),
                                         "use one of: %s." % ", ".join(map(str, choices))))
     return problems
 

@@ -503,7 +503,8 @@ class _Builder:
         for i, item in enumerate(raw):
             where = "nodes[%d]" % i
             if not isinstance(item, dict):
-                self.bad(where, "must be a mapping with name and address.", "write {name: dgx%d, address: ...}." % (i + 1))
+                self.bad(where, "must be a mapping with name and address.",
+                         "write {name: dgx%d, address: ...}." % (i + 1))
                 continue
             for key in item:
                 if key not in NODE_KEYS:
@@ -581,9 +582,10 @@ class _Builder:
                          or "none: 3 to 8 nodes are supported"))
             return []
         if shape.fabric == "switched":
-            for name, (override, i) in self._overrides.items():
+            for name, (override, _) in self._overrides.items():
                 if override is not None:
-                    self.bad("nodes[%d].cables" % self._raw_index[name], "cable overrides do not apply to %s." % shape.name,
+                    self.bad("nodes[%d].cables" % self._raw_index[name],
+                             "cable overrides do not apply to %s." % shape.name,
                              "remove them; a switched shape cables switch_ports of every node to the switch.")
             return [Cable(End(n.name, p), None) for p in switch_ports for n in nodes]
         return self.switchless_cables(shape, nodes)
@@ -630,13 +632,12 @@ class _Builder:
         # Reciprocity: every port's peer points back at it.
         for (name, port), (other, oport) in sorted(peer.items()):
             back = peer.get((other, oport))
-            if back != (name, port):
-                if (name, port) in overridden or (other, oport) in overridden:
-                    fld = "nodes[%d].cables.%d" % (self._raw_index[name], port)
-                    back_text = "%s:%d" % back if back else "nothing"
-                    self.bad(fld, "%s port %d -> %s:%d, but %s port %d -> %s: the cable is not reciprocal." % (
-                        name, port, other, oport, other, oport, back_text),
-                        "add cables: {%d: %s:%d} to %s as well." % (oport, name, port, other))
+            if back != (name, port) and ((name, port) in overridden or (other, oport) in overridden):
+                fld = "nodes[%d].cables.%d" % (self._raw_index[name], port)
+                back_text = "%s:%d" % back if back else "nothing"
+                self.bad(fld, "%s port %d -> %s:%d, but %s port %d -> %s: the cable is not reciprocal." % (
+                    name, port, other, oport, other, oport, back_text),
+                    "add cables: {%d: %s:%d} to %s as well." % (oport, name, port, other))
         if self.problems:
             return []
         cables = []
@@ -756,7 +757,8 @@ class _Builder:
             return None
         available = 2 ** (24 - pool.prefixlen)
         if count > available:
-            self.bad("fabric_pool", "%s holds %d /24s; this site needs %d (one per path)." % (pool.cidr, available, count),
+            self.bad("fabric_pool", "%s holds %d /24s; this site needs %d (one per path)." % (
+                pool.cidr, available, count),
                      "use a pool of at least /%d." % (24 - (count - 1).bit_length()))
             return None
         return netaddr.IPNetwork("%s/24" % (pool.network + k * 256))
