@@ -27,8 +27,6 @@ RECIPE_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "group_vars", "
 
 
 class VarsModule(BaseVarsPlugin):
-    REQUIRES_ENABLED = True
-
     def get_vars(self, loader, path, entities, cache=True):
         super().get_vars(loader, path, entities)
         if not any(isinstance(e, Group) and e.name == "all" for e in entities):
