@@ -46,14 +46,16 @@ def cmd_lab(args):
 
 
 def inventory_for(args):
+    """(inventories, extra environment): the given ones, or the lab's with its own fact cache."""
     if args.inventory:
-        return args.inventory
+        return args.inventory, {}
     name = args.lab or "lab"
-    inv = paths.LAB_STATE / name / "inventory"
-    if not inv.exists():
+    state = paths.LAB_STATE / name
+    if not (state / "inventory").exists():
         raise SystemExit("ds41f run: no inventory given and no lab %r is up. Fix: -i inventories/<site> "
                          "or ds41f lab up inventories/lab" % name)
-    return [str(inv)]
+    # Lab nodes of different labs share host names (dgx1...): keep their cached facts apart.
+    return [str(state / "inventory")], {"ANSIBLE_CACHE_PLUGIN_CONNECTION": str(state / "facts")}
 
 
 def cmd_run(args):
@@ -71,14 +73,15 @@ def cmd_run(args):
         cmdline += ["--limit", args.limit]
     for extra in args.extra_vars or []:
         cmdline += ["-e", extra]
+    inventory, env = inventory_for(args)
     start = time.monotonic()
     result = ansible_runner.run(
         private_data_dir=str(paths.ROOT / ".ansible" / "runner"),
         project_dir=str(paths.ROOT),
         playbook=str(paths.PLAYBOOKS / (args.stage + ".yml")),
-        inventory=inventory_for(args),
+        inventory=inventory,
         cmdline=" ".join(cmdline) or None,
-        envvars={"ANSIBLE_CONFIG": str(paths.ROOT / "ansible.cfg")},
+        envvars=dict(env, ANSIBLE_CONFIG=str(paths.ROOT / "ansible.cfg")),
         quiet=False,
     )
     print("ds41f run %s: %s in %.0f s" % (args.stage, result.status, time.monotonic() - start))

@@ -70,8 +70,9 @@ class Lab:
         (paths.LAB_STATE / "shared").mkdir(exist_ok=True)
         self.ensure_network(subnet)
         self.ensure_key()
-        for node in cluster.nodes:
-            self.ensure_node(node, img)
+        created = [node.name for node in cluster.nodes if self.ensure_node(node, img)]
+        if created:  # new machines: facts cached for the old ones no longer hold
+            shutil.rmtree(self.state / "facts", ignore_errors=True)
         self.wait_systemd(cluster)
         wired = self.wire(cluster)
         self.authorize(cluster)
@@ -114,16 +115,18 @@ class Lab:
                             "-f", str(self.key)], check=True)
 
     def ensure_node(self, node, img):
+        """Start the node's container; True when it had to be created."""
         name = self.container(node.name)
         if podman.exists("container", name):
             if podman.inspect(name, "{{.State.Running}}") != "true":
                 podman.run("start", name)
-            return
+            return False
         podman.run("run", "-d", "--name", name, "--hostname", node.name,
                    "--label", "%s=%s" % (LABEL, self.name), "--label", "ds41f.node=%s" % node.name,
                    "--network", self.network, "--ip", node.address,
                    "-v", "%s:%s:ro" % (paths.LAB_STATE / "shared", SHARED_MOUNT),
                    *NODE_ARGS, img)
+        return True
 
     def wait_systemd(self, cluster, timeout=60):
         deadline = time.monotonic() + timeout

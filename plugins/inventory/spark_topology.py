@@ -95,6 +95,8 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 
 class InventoryModule(BaseInventoryPlugin):
     NAME = "dgxspark.ds41f.spark_topology"
+    # The site file is the administrator's own inventory, like an INI or YAML inventory: its values are trusted.
+    trusted_by_default = True
 
     def verify_file(self, path):
         return super().verify_file(path) and path.endswith((".spark.yml", ".spark.yaml"))

@@ -9,7 +9,7 @@ import re
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Unavailable
 
-SPARK_PRODUCT = re.compile(r"DGX Spark", re.I)
+SPARK_GPU = re.compile(r"\bGB10\b")
 _DRIVER_RE = re.compile(r"NVRM version:.*?\s(\d+\.\d+(?:\.\d+)?)\s")
 
 
@@ -24,9 +24,18 @@ def container(host):
     return match.group(1) if match else None
 
 
+def gpu_names(host):
+    """GPU names from nvidia-smi ('NVIDIA GB10' on a DGX Spark); [] without a driver."""
+    try:
+        rc, out, _ = host.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
+    except Unavailable:
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()] if rc == 0 else []
+
+
 def is_spark(host):
-    product = (host.read("/sys/class/dmi/id/product_name", "") or "").strip()
-    return bool(SPARK_PRODUCT.search(product)) or host.exists("/etc/dgx-release")
+    """A DGX Spark is the node whose GPU is a GB10."""
+    return any(SPARK_GPU.search(name) for name in gpu_names(host))
 
 
 def require_spark(host, what):

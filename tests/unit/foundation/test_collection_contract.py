@@ -1,0 +1,79 @@
+"""Contracts every plugin and role of the collection keeps: docs render, attributes are declared, defaults are
+specified, stage playbooks validate first and fail as a cluster."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+BIN = Path(sys.executable).parent
+MODULES = sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("*.py") if not p.stem.startswith("_"))
+ROLES = sorted(p.name for p in (ROOT / "roles").iterdir() if p.is_dir())
+# Playbooks that are not stages: they validate, or they only read.
+NOT_STAGES = {"validate.yml", "site.yml"}
+
+
+def ansible_doc(kind, names):
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_LOCAL_TEMP=str(ROOT / ".ansible" / "tmp"))
+    proc = subprocess.run([str(BIN / "ansible-doc"), "-t", kind, "--json", *names], cwd=ROOT, env=env,
+                          text=True, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_every_module_documents_check_mode_diff_and_idempotence():
+    docs = ansible_doc("module", ["dgxspark.ds41f." + m for m in MODULES])
+    assert sorted(docs) == sorted("dgxspark.ds41f." + m for m in MODULES)
+    for name, doc in docs.items():
+        attributes = doc["doc"].get("attributes") or {}
+        for attr in ("check_mode", "diff_mode", "idempotent"):
+            assert attr in attributes, "%s lacks attributes.%s" % (name, attr)
+            assert attributes[attr]["support"] in ("full", "partial", "none")
+            if attributes[attr]["support"] == "partial":
+                assert attributes[attr].get("description") or attributes[attr].get("details"), name
+        assert doc["examples"].strip(), name
+
+
+def test_inventory_and_vars_plugins_render():
+    assert "dgxspark.ds41f.spark_topology" in ansible_doc("inventory", ["dgxspark.ds41f.spark_topology"])
+    assert "dgxspark.ds41f.recipe" in ansible_doc("vars", ["dgxspark.ds41f.recipe"])
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_role_declares_every_default_in_its_argument_spec(role):
+    spec_path = ROOT / "roles" / role / "meta" / "argument_specs.yml"
+    assert spec_path.is_file(), "roles/%s has no meta/argument_specs.yml" % role
+    options = yaml.safe_load(spec_path.read_text())["argument_specs"]["main"]["options"]
+    defaults_path = ROOT / "roles" / role / "defaults" / "main.yml"
+    defaults = yaml.safe_load(defaults_path.read_text()) if defaults_path.exists() else {}
+    for name, value in (defaults or {}).items():
+        assert name in options, "roles/%s: default %s is not in argument_specs" % (role, name)
+        assert name.startswith(role + "_") or name.startswith("_"), "roles/%s: %s lacks the role prefix" % (role, name)
+        if "default" in options[name]:
+            assert options[name]["default"] == value, "roles/%s: %s default differs from the spec" % (role, name)
+
+
+def stage_playbooks():
+    return sorted(p for p in (ROOT / "playbooks").glob("*.yml") if p.name not in NOT_STAGES)
+
+
+@pytest.mark.parametrize("playbook", stage_playbooks(), ids=lambda p: p.name)
+def test_stage_playbooks_validate_first_and_fail_as_a_cluster(playbook):
+    plays = yaml.safe_load(playbook.read_text())
+    assert plays[0].get("ansible.builtin.import_playbook") == "validate.yml", playbook.name
+    for play in plays[1:]:
+        if "hosts" in play and "spark_cluster" in str(play["hosts"]):
+            assert play.get("any_errors_fatal") is True, "%s: %s" % (playbook.name, play.get("name"))
+
+
+def test_site_imports_every_stage_that_forms_the_cluster_in_order():
+    site = [p["ansible.builtin.import_playbook"] for p in yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())]
+    order = ["host_baseline.yml", "kernel.yml", "memory_saver.yml", "fabric.yml", "site_config.yml", "model.yml",
+             "image.yml", "serve.yml", "verify.yml"]
+    present = [p for p in order if (ROOT / "playbooks" / p).exists()]
+    assert [p for p in site if p in order] == present
