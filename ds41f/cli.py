@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -74,9 +75,13 @@ def cmd_run(args):
     for extra in args.extra_vars or []:
         cmdline += ["-e", extra]
     inventory, env = inventory_for(args)
+    # The ansible tools installed beside this Python, also when ds41f is called without activating its venv.
+    os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    runner_dir = paths.ROOT / ".ansible" / "runner"
+    runner_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     result = ansible_runner.run(
-        private_data_dir=str(paths.ROOT / ".ansible" / "runner"),
+        private_data_dir=str(runner_dir),
         project_dir=str(paths.ROOT),
         playbook=str(paths.PLAYBOOKS / (args.stage + ".yml")),
         inventory=inventory,
