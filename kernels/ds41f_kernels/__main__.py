@@ -1,0 +1,5 @@
+import sys
+
+from ds41f_kernels.cli import main
+
+sys.exit(main())
