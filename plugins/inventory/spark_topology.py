@@ -70,7 +70,8 @@ options:
     description: A shorter per-request context than the shape's maximum.
     type: int
   vars:
-    description: Extra variables for the C(spark_cluster) group (site overrides of the recipe).
+    description:
+      - Site overrides of the recipe, set on every node (above C(group_vars), below extra vars).
     type: dict
 """
 
@@ -127,5 +128,8 @@ class InventoryModule(BaseInventoryPlugin):
             inv.set_variable("spark_cluster", key, value)
         # The site as written, so the validation play can rebuild and cross-check the model.
         inv.set_variable("spark_cluster", "spark_site", {k: v for k, v in site.items() if k != "vars"})
-        for key, value in cluster.extra_vars.items():
-            inv.set_variable("spark_cluster", key, value)
+        # Site overrides of the recipe: host variables, so they rank above every group_vars (the recipe
+        # included) yet below extra vars.
+        for node in cluster.nodes:
+            for key, value in cluster.extra_vars.items():
+                inv.set_variable(node.name, key, value)

@@ -335,7 +335,7 @@ SITE_KEYS = {
     "mtu": "the fabric MTU",
     "switch_ports": "switched shapes: the ConnectX-7 ports cabled to the switch",
     "context": "a shorter per-request context than the shape's maximum",
-    "vars": "extra variables for the spark_cluster group",
+    "vars": "site overrides of the recipe (set on every node)",
 }
 NODE_KEYS = ("name", "address", "rank", "management_interface", "cables")
 

@@ -12,8 +12,9 @@ description:
   - Loads every C(*.yml) under the collection's C(group_vars/all/) - release pins, serve arguments,
     environment, per stage - as variables of the group C(all), whichever playbook, molecule scenario or
     ad-hoc command runs.
-  - It sits at the precedence of inventory C(group_vars/all), so a site overrides the recipe with the
-    site file's C(vars:) (set on C(spark_cluster)) or its own inventory C(group_vars/).
+  - It sits at the precedence of inventory C(group_vars/all), so a site overrides the recipe with its own
+    inventory C(group_vars/spark_cluster.yml) (or any group but C(all)), or with the site file's C(vars:),
+    which the inventory plugin sets on every node.
   - Enable it in ansible.cfg with C(vars_plugins_enabled = host_group_vars, dgxspark.ds41f.recipe).
 """
 
@@ -34,6 +35,7 @@ class VarsModule(BaseVarsPlugin):
         data = {}
         for name in sorted(os.listdir(RECIPE_DIR)):
             if name.endswith((".yml", ".yaml")):
-                found = loader.load_from_file(os.path.join(RECIPE_DIR, name), cache="all", unsafe=False)
+                # The recipe is the collection's own file: its templates ({{ ds41f_release }}) are trusted.
+                found = loader.load_from_file(os.path.join(RECIPE_DIR, name), cache="all", trusted_as_template=True)
                 data = combine_vars(data, found or {})
         return data

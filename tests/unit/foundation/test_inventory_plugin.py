@@ -110,3 +110,28 @@ def test_validation_rejects_a_hand_edited_derived_variable(tmp_path):
     proc = validate(inv)
     assert proc.returncode != 0
     assert "n2.spark_rank: differs from what the site file derives" in proc.stdout
+
+
+def show(inventory, expression):
+    """The value of a Jinja expression on the first node, via a debug-only play (no connection)."""
+    play = inventory / "show.yml"
+    play.write_text(yaml.safe_dump([{"hosts": "spark_cluster[0]", "gather_facts": False, "tasks": [
+        {"ansible.builtin.debug": {"msg": "VALUE=[{{ %s }}]" % expression}}]}]))
+    proc = ansible("ansible-playbook", "-i", inventory / "site.spark.yml", play)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout.split("VALUE=[", 1)[1].split("]", 1)[0]
+
+
+def test_the_recipe_reaches_every_play_with_its_templates_rendered(tmp_path):
+    release = yaml.safe_load((ROOT / "group_vars" / "all" / "release.yml").read_text())["ds41f_release"]
+    assert show(write_site(tmp_path, base_site()), "ds41f_recipe.release") == release
+
+
+def test_site_vars_override_the_recipe(tmp_path):
+    inv = write_site(tmp_path, base_site(vars={"ds41f_release": "site-release-1"}))
+    assert show(inv, "ds41f_recipe.release") == "site-release-1"
+
+
+def test_inventory_group_vars_override_the_recipe(tmp_path):
+    inv = write_site(tmp_path, base_site(), {"group_vars/spark_cluster.yml": {"ds41f_release": "group-release-2"}})
+    assert show(inv, "ds41f_release") == "group-release-2"
