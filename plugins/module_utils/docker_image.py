@@ -1,0 +1,25 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+"""Reading images through the docker CLI: ``run(argv)`` returns (rc, stdout, stderr)."""
+
+from __future__ import annotations
+
+import json
+
+
+def inspect(run, ref):
+    """``docker image inspect`` of one image (by tag or ID) as a dict, or None when it is not here."""
+    rc, out, _ = run(["docker", "image", "inspect", ref])
+    if rc != 0:
+        return None
+    data = json.loads(out or "[]")
+    return data[0] if data else None
+
+
+def labels(info):
+    return ((info or {}).get("Config") or {}).get("Labels") or {}
+
+
+def short(image_id):
+    return (image_id or "")[7:19] if (image_id or "").startswith("sha256:") else (image_id or "")[:12]

@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: model_check
+short_description: Check this node's checkpoint against the manifest (read-only)
+version_added: 0.1.0
+description:
+  - Names every file that is missing, short, larger than the manifest says, or whose sha256 differs.
+  - Hashes on several threads, but only files whose size, mtime or inode changed since this node's
+    verification record was written (O(full=true) hashes every file), so a re-run over the full
+    checkpoint is quick while a damaged shard is still caught.
+  - Reports the bytes a repair needs and the free space of the folder's filesystem, for the disk-space
+    precheck the stage makes on every node before any transfer starts.
+  - Changes nothing, in or out of check mode; the doctor calls it as it is.
+options:
+  path:
+    description: The checkpoint folder on this node.
+    type: path
+    required: true
+  manifest:
+    description: The manifest made at the source (dgxspark.ds41f.model_manifest's C(manifest)).
+    type: dict
+    required: true
+  record_path:
+    description: This node's verification record.
+    type: path
+    required: true
+  full:
+    description: Hash every file, whatever the record says.
+    type: bool
+    default: false
+  workers:
+    description: Files hashed at once.
+    type: int
+    default: 8
+attributes:
+  check_mode:
+    support: full
+    description: Reads only.
+  diff_mode:
+    support: none
+    description: Changes nothing.
+  idempotent:
+    support: full
+    description: Reads only.
+author:
+  - ds41f maintainers
+"""
+
+EXAMPLES = r"""
+- name: Check the checkpoint
+  dgxspark.ds41f.model_check:
+    path: "{{ model_dir }}"
+    manifest: "{{ model_manifest_data }}"
+    record_path: "{{ model_dir }}.verified.json"
+  register: model_state
+"""
+
+RETURN = r"""
+complete:
+  description: Every file of the manifest is here with the right size and sha256.
+  returned: always
+  type: bool
+problems:
+  description:
+    - One entry per bad file - path, problem, expected_size, found_size.
+    - The problem is missing, short, larger than expected, or corrupt.
+  returned: always
+  type: list
+  elements: dict
+messages:
+  description: The problems as sentences, one per file.
+  returned: always
+  type: list
+  elements: str
+ok:
+  description: Per good file, the stat (size, mtime_ns, ino) it was verified with.
+  returned: always
+  type: dict
+hashed:
+  description: Files read in full this time.
+  returned: always
+  type: int
+extra:
+  description: Files in the folder that the manifest does not list (left alone).
+  returned: always
+  type: list
+  elements: str
+needed_bytes:
+  description: Bytes a repair of this node must receive.
+  returned: always
+  type: int
+free_bytes:
+  description: Free bytes for an unprivileged writer on the folder's filesystem (or its nearest existing parent).
+  returned: always
+  type: int
+record_digest:
+  description: The manifest digest this node's verification record was made against (null without a record).
+  returned: always
+  type: str
+drift:
+  description: One entry per bad file for the doctor's drift table.
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import manifest as mf
+
+
+def main():
+    module = AnsibleModule(argument_spec={
+        "path": {"type": "path", "required": True},
+        "manifest": {"type": "dict", "required": True},
+        "record_path": {"type": "path", "required": True},
+        "full": {"type": "bool", "default": False},
+        "workers": {"type": "int", "default": 8},
+    }, supports_check_mode=True)
+    p = module.params
+    bad = mf.validate(p["manifest"])
+    if bad:
+        module.fail_json(msg="the manifest is unusable: %s. Fix: re-run the model stage; it hands every node the "
+                             "source's manifest." % "; ".join(bad))
+    record = mf.load_json(p["record_path"])
+    result = mf.check(p["path"], p["manifest"], record, p["full"], p["workers"])
+    messages = [mf.describe(x) for x in result["problems"]]
+    sha = {e["path"]: e["sha256"] for e in p["manifest"]["files"]}
+    drift = [{"setting": "model file %s" % x["path"],
+              "expected": "sha256 %s, %d bytes" % (sha[x["path"]][:16], x["expected_size"]),
+              "found": mf.describe(x),
+              "fix": "re-run the model stage: it fetches the file from a node that holds it"}
+             for x in result["problems"]]
+    module.exit_json(changed=False, complete=not result["problems"], problems=result["problems"], messages=messages,
+                     ok=result["ok"], hashed=len(result["hashed"]), extra=result["extra"],
+                     needed_bytes=mf.bytes_needed(p["manifest"], result["problems"]),
+                     free_bytes=mf.free_bytes(p["path"]), drift=drift,
+                     record_digest=record.get("manifest_digest") if isinstance(record, dict) else None)
+
+
+if __name__ == "__main__":
+    main()
