@@ -21,7 +21,9 @@ SHARED_MOUNT = "/opt/ds41f-lab"  # read-only host folder (.lab/shared) that stag
 NODE_ARGS = (
     "--privileged", "--cgroupns=private", "--systemd=false",
     "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp", "--stop-timeout", "30",
-    "--security-opt", "mask=/proc/sys/vm:/proc/sys/fs:/sys/kernel/mm",
+    # /dev/watchdog*: a privileged node sees the host's /dev, and a systemd watchdog setting inside must
+    # never arm the host's watchdog.
+    "--security-opt", "mask=/proc/sys/vm:/proc/sys/fs:/sys/kernel/mm:/dev/watchdog:/dev/watchdog0",
 )
 
 
@@ -47,6 +49,12 @@ def load(site):
     except model.TopologyError as exc:
         raise podman.LabError(str(exc)) from exc
     return path, raw, cluster
+
+
+def node_mac(address):
+    """A fixed MAC per management address: a restarted node (ds41f.lab.reboot) keeps it, so no neighbour
+    holds a stale ARP entry for it (which stalled SSH for about 50 s after a restart)."""
+    return "02:d4:1f:%02x:%02x:%02x" % tuple(int(x) for x in address.split(".")[1:])
 
 
 class Lab:
@@ -123,7 +131,7 @@ class Lab:
             return False
         podman.run("run", "-d", "--name", name, "--hostname", node.name,
                    "--label", "%s=%s" % (LABEL, self.name), "--label", "ds41f.node=%s" % node.name,
-                   "--network", self.network, "--ip", node.address,
+                   "--network", self.network, "--ip", node.address, "--mac-address", node_mac(node.address),
                    "-v", "%s:%s:ro" % (paths.LAB_STATE / "shared", SHARED_MOUNT),
                    *NODE_ARGS, img)
         return True
