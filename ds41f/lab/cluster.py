@@ -136,18 +136,32 @@ class Lab:
                    *NODE_ARGS, img)
         return True
 
-    def wait_systemd(self, cluster, timeout=60):
-        deadline = time.monotonic() + timeout
+    def wait_systemd(self, cluster, timeout=120):
+        """Every node's systemd up; a node that stalls or exits during boot (seen under heavy load) is
+        restarted once before giving up."""
         for node in cluster.nodes:
-            while True:
-                state = podman.exec_(self.container(node.name), "systemctl", "is-system-running",
-                                     check=False).stdout.strip()
+            name = self.container(node.name)
+            for attempt in (1, 2):
+                state = self.boot_state(name, timeout)
                 if state in ("running", "degraded"):
                     break
-                if time.monotonic() > deadline:
-                    raise podman.LabError("%s: systemd is %r after %d s. Fix: podman logs %s" % (
-                        node.name, state, timeout, self.container(node.name)))
-                time.sleep(0.5)
+                if attempt == 2:
+                    raise podman.LabError("%s: systemd is %r after %d s, twice. Fix: podman logs %s" % (
+                        node.name, state, timeout, name))
+                podman.run("restart", "-t", "5", name, check=False)
+
+    @staticmethod
+    def boot_state(name, timeout):
+        deadline = time.monotonic() + timeout
+        state = "unknown"
+        while time.monotonic() < deadline:
+            if podman.inspect(name, "{{.State.Running}}") != "true":
+                return "exited"
+            state = podman.exec_(name, "systemctl", "is-system-running", check=False).stdout.strip()
+            if state in ("running", "degraded"):
+                return state
+            time.sleep(0.5)
+        return state
 
     def wire(self, cluster):
         count = 0

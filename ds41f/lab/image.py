@@ -13,9 +13,10 @@ from ds41f.paths import LAB_STATE
 
 PACKAGES = Path(__file__).with_name("labnode-packages.txt")
 SUITE = "bookworm"
-# Units that would reach outside a privileged container: sysctl.d and modules-load.d apply to the host
-# kernel, a udev coldplug re-triggers the host's devices, gettys and binfmt need a console or the host.
+# Units that would reach outside a privileged container: sysctl.d, modules-load.d and modprobe@ load into
+# the host kernel, a udev coldplug re-triggers the host's devices, gettys and binfmt need a console or the host.
 MASKED_UNITS = (
+    "modprobe@.service",
     "getty@tty1.service", "console-getty.service", "proc-sys-fs-binfmt_misc.automount",
     "systemd-binfmt.service", "systemd-sysctl.service", "systemd-modules-load.service",
     "systemd-udev-trigger.service", "systemd-udev-settle.service", "apt-daily.timer",

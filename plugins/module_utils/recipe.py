@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import nccl
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.topology import Problem
 
 _STRICT = {
@@ -62,9 +63,10 @@ def check_value(name, value, spec, where):
     kind = spec.get("type", "str")
     if not _type_ok(value, kind):
         if kind == "bool":
-            fix = "write %s: true or %s: false, without quotes." % (name, name)
+            fix = ("write %s: true or %s: false without quotes in YAML; on the command line -e key=value is "
+                   "always a string, so use -e '{\"%s\": true}'." % (name, name, name))
         elif kind in ("int", "float"):
-            fix = "write the number without quotes."
+            fix = "write the number without quotes (on the command line: -e '{\"%s\": 16}')." % name
         else:
             fix = "give %s a %s value." % (name, kind)
         problems.append(Problem(name, "is %s, but %s declares type %s." % (_describe(value), where, kind), fix))
@@ -109,7 +111,13 @@ def cross_checks(cluster, values):
         problems.append(Problem("serve_max_model_len", "%d tokens exceeds what %s holds (%d)." % (
             context, shape.name, shape.context), fix))
     start, steady = values.get("serve_guard_startup_gib"), values.get("serve_guard_steady_gib")
+    guard_field = "serve_guard_startup_gib"
+    per_shape = (values.get("serve_guard_shapes") or {}).get(shape.name)  # serve stage: this shape's guards
+    if isinstance(per_shape, dict):
+        start, steady = per_shape.get("startup_gib", start), per_shape.get("steady_gib", steady)
+        guard_field = "serve_guard_shapes.%s" % shape.name
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (start, steady)) and start <= steady:
-        problems.append(Problem("serve_guard_startup_gib", "%s GiB is not above the steady guard (%s GiB)." % (
+        problems.append(Problem(guard_field, "%s GiB is not above the steady guard (%s GiB)." % (
             start, steady), "the startup guard must exceed the steady one, e.g. 5 and 3."))
+    problems.extend(nccl.problems(shape.fabric, values))  # fabric stage: NCCL profile against shape and build
     return problems
