@@ -1,0 +1,106 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: fabric_preflight
+short_description: Fail, before anything changes, unless a node has every netdev and tool the fabric stage needs
+version_added: 0.1.0
+description:
+  - Reads the node's network devices and checks that every ConnectX-7 netdev of its site links and its
+    management netdev exist, and that the tools the stage runs (C(ip), C(ping), C(netplan)) are installed.
+  - The fabric playbook runs it on every node first, with C(any_errors_fatal), so a wrong site file or a
+    missing cable fails the run before any node is touched, naming the node, the netdev and the fix.
+options:
+  links:
+    description: This node's C(spark_links) from the inventory plugin.
+    type: list
+    elements: dict
+    required: true
+  management_interface:
+    description: The management netdev (C(spark_management_interface)).
+    type: str
+    required: true
+  node:
+    description: The node's name in the site file, used in messages.
+    type: str
+    required: true
+attributes:
+  check_mode:
+    support: full
+    description: Reads only; the same in check mode.
+  diff_mode:
+    support: none
+    description: Changes nothing.
+  idempotent:
+    support: full
+    description: Reads only.
+author:
+  - ds41f maintainers
+"""
+
+EXAMPLES = r"""
+- name: Every netdev of the site exists on the node
+  dgxspark.ds41f.fabric_preflight:
+    links: "{{ spark_links }}"
+    management_interface: "{{ spark_management_interface }}"
+    node: "{{ inventory_hostname }}"
+"""
+
+RETURN = r"""
+netdevs:
+  description: The netdevs present on the node.
+  returned: always
+  type: list
+  elements: str
+lldpd:
+  description: Whether lldpd is installed (the role installs it only when it is not).
+  returned: always
+  type: bool
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+TOOLS = ("ip", "ping", "netplan")
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "links": {"type": "list", "elements": "dict", "required": True},
+            "management_interface": {"type": "str", "required": True},
+            "node": {"type": "str", "required": True},
+        },
+        supports_check_mode=True,
+    )
+    node = module.params["node"]
+    present = sorted(os.listdir("/sys/class/net"))
+    problems = []
+    for link in module.params["links"]:
+        if link["netdev"] not in present:
+            far = "%s %s" % (link["peer"], link["peer_netdev"]) if link.get("peer") else "the switch"
+            problems.append(
+                "%s has no netdev %s (port %d, PCIe path %d, cabled to %s in the site file). Fix: check that "
+                "the ConnectX-7 driver is loaded and the port is named as on a DGX Spark (`ip link`); in the "
+                "lab, `ds41f lab up` again wires the cables." % (node, link["netdev"], link["port"], link["pcie"],
+                                                                  far))
+    mgmt = module.params["management_interface"]
+    if mgmt not in present:
+        problems.append("%s has no management netdev %s. Fix: set management_interface (site file, or per "
+                        "node) to the netdev that carries the node's management address." % (node, mgmt))
+    for tool in TOOLS:
+        if module.get_bin_path(tool) is None:
+            problems.append("%s lacks the %s command. Fix: install %s." % (
+                node, tool, "netplan.io" if tool == "netplan" else "iproute2" if tool == "ip" else "iputils-ping"))
+    if problems:
+        module.fail_json(msg="fabric preflight failed on %s; nothing was changed:\n%s" % (
+            node, "\n".join("  - " + p for p in problems)), problems=problems, netdevs=present)
+    module.exit_json(changed=False, netdevs=present, lldpd=module.get_bin_path("lldpd") is not None)
+
+
+if __name__ == "__main__":
+    main()
