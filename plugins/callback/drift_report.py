@@ -1,0 +1,190 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: drift_report
+type: stdout
+short_description: One drift table at the end of a run (the doctor's output), plus JSON, Markdown and a picture
+version_added: 0.1.0
+description:
+  - Prints one line per play and every failure in full, then one table of everything that differs from the
+    recipe and the site - node, stage, setting, expected, found, fix - instead of pages of task output.
+  - Rows come from the C(drift) lists of the stages' modules in check mode, the C(findings) of the verify
+    stage's live checks, cross-node C(mismatches), and any other task that would change something or failed.
+  - Writes C(doctor.json), C(doctor.md) and the topology picture (C(topology.svg), C(topology.png)) coloured
+    by the check, under O(report_dir).
+  - Before the doctor's verdict task (M(dgxspark.ds41f.doctor_report)) runs, it saves the rows so far to
+    C(rows.json) there; the verdict task fails the run when any row is an error.
+  - C(ds41f doctor) selects this callback; otherwise set C(ANSIBLE_STDOUT_CALLBACK=dgxspark.ds41f.drift_report).
+options:
+  report_dir:
+    description: Folder for the report files; created if missing. Without it, C(reports/doctor) under the
+      working folder.
+    type: path
+    env:
+      - name: DS41F_REPORT_DIR
+    ini:
+      - section: dgxspark_drift_report
+        key: report_dir
+"""
+
+import json
+import os
+import time
+
+from ansible.playbook.handler import Handler
+from ansible.plugins.callback import CallbackBase
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift, topology
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
+
+VERDICT_ACTIONS = ("dgxspark.ds41f.doctor_report", "doctor_report")
+
+
+def _stage(task):
+    role = getattr(task, "_role", None)
+    if role is not None:
+        return role.get_name().rsplit(".", 1)[-1]
+    play = task.get_play() if hasattr(task, "get_play") else None
+    return (play.get_name() if play else "") or "doctor"
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "stdout"
+    CALLBACK_NAME = "dgxspark.ds41f.drift_report"
+
+    def __init__(self):
+        super().__init__()
+        self.rows = []
+        self.skipped = []
+        self.site = None
+        self._cluster = None
+        self.started = time.monotonic()
+        self.plays = 0
+
+    # -- what the run does -------------------------------------------------------------------------
+
+    def v2_playbook_on_play_start(self, play):
+        self.plays += 1
+        hosts = ", ".join(play.hosts) if isinstance(play.hosts, list) else str(play.hosts)
+        self._display.display("[%5.1fs] %s (%s)" % (time.monotonic() - self.started, play.get_name(), hosts))
+        if self.site is None:
+            self.site = self._site_of(play)
+
+    def _site_of(self, play):
+        """The site file as the inventory read it (spark_site), to draw the picture from the one model."""
+        manager = play.get_variable_manager()
+        inventory = getattr(manager, "_inventory", None)
+        if inventory is None:
+            return None
+        hosts = inventory.get_hosts(play.hosts)
+        if not hosts:
+            return None
+        return plain(manager.get_vars(play=play, host=hosts[0]).get("spark_site"))
+
+    def cluster(self):
+        """The one model of the site, or None when the run has no site (or an invalid one)."""
+        if self._cluster is None and self.site:
+            try:
+                self._cluster = topology.build(self.site)
+            except topology.TopologyError:
+                self.site = None
+        return self._cluster
+
+    def table_rows(self):
+        ends = {}
+        if self.cluster():
+            for node in self._cluster.nodes:
+                for link in self._cluster.links(node.name):
+                    ends[(node.name, link["netdev"])] = link["cidr"]
+        return drift.dedupe(self.rows, ends)
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        if task.action in VERDICT_ACTIONS:
+            drift.write_rows(self._report_dir(), self.table_rows())
+
+    def v2_runner_on_ok(self, result):
+        self._collect(result)
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        if ignore_errors:
+            return
+        self._collect(result, failed=True)
+        msg = result._result.get("msg") or result._result.get("stderr") or "failed"
+        self._display.display("  FAILED %s | %s: %s" % (result._host.get_name(), result._task.get_name(), msg),
+                              color="red")
+
+    def v2_runner_on_unreachable(self, result):
+        self.rows.append(drift.unreachable_row(result._host.get_name(), result._task.get_name(), result._result))
+        self._display.display("  UNREACHABLE %s: %s" % (result._host.get_name(), result._result.get("msg")),
+                              color="red")
+
+    def _collect(self, result, failed=False):
+        task = result._task
+        if task.action in VERDICT_ACTIONS or (isinstance(task, Handler) and not failed):
+            return  # the verdict sums up the table; a handler that would run echoes a change already in it
+        stage = _stage(task)
+        res = dict(result._result, failed=True) if failed else result._result  # callbacks get no 'failed' key
+        self.rows.extend(drift.rows_from_result(result._host.get_name(), stage, task.name or task.action, res))
+        for item in res.get("skipped_checks") or []:
+            self.skipped.append(dict(item, node=item.get("node", result._host.get_name())))
+
+    # -- the end ------------------------------------------------------------------------------------
+
+    def v2_playbook_on_stats(self, stats):
+        rows = self.table_rows()
+        directory = self._report_dir()
+        written = self._write(directory, rows)
+        self._display.display("")
+        self._display.display(drift.table(rows), color="red" if drift.counts(rows)["error"] else "green")
+        for line in _skipped_lines(self.skipped):
+            self._display.display(line)
+        hosts = sorted(stats.processed)
+        failed = [h for h in hosts if stats.failures.get(h) or stats.dark.get(h)]
+        self._display.display("%d plays, %d nodes%s in %.0f s; report: %s" % (
+            self.plays, len(hosts), " (%s failed)" % ", ".join(failed) if failed else "",
+            time.monotonic() - self.started, ", ".join(written)))
+
+    def _report_dir(self):
+        return self.get_option("report_dir") or drift.report_dir()
+
+    def _write(self, directory, rows):
+        os.makedirs(directory, exist_ok=True)
+        data = drift.report(rows, {"skipped": self.skipped, "site": self.site})
+        paths = []
+        with open(os.path.join(directory, "doctor.json"), "w") as handle:
+            json.dump(data, handle, indent=1, sort_keys=True)
+        paths.append(os.path.join(directory, "doctor.json"))
+        with open(os.path.join(directory, "doctor.md"), "w") as handle:
+            handle.write(drift.markdown(rows))
+        paths.append(os.path.join(directory, "doctor.md"))
+        paths.extend(self._picture(directory, rows))
+        return paths
+
+    def _picture(self, directory, rows):
+        cluster = self.cluster()
+        if cluster is None:
+            return []
+        try:
+            from ansible_collections.dgxspark.ds41f.plugins.module_utils import topology_picture
+
+            names = [n.name for n in cluster.nodes]
+            picture = topology_picture.layout(cluster, drift.node_status(rows, names), drift.path_status(rows))
+            return topology_picture.draw(picture, os.path.join(directory, "topology.svg"),
+                                         os.path.join(directory, "topology.png"))
+        except ImportError as exc:
+            self._display.warning("topology picture not drawn: %s. Fix: pip install matplotlib" % exc)
+        return []
+
+
+def _skipped_lines(skipped):
+    """Checks that could not run here, one line per check and reason (never counted as passing)."""
+    groups = {}
+    for item in skipped:
+        groups.setdefault((item.get("check"), item.get("reason")), []).append(item["node"])
+    return ["not checked: %s on %s: %s" % (check, ", ".join(sorted(set(nodes))), reason)
+            for (check, reason), nodes in sorted(groups.items())]

@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: doctor_checks
+short_description: Compare every node's live state with the site and recipe (the doctor's live checks)
+version_added: 0.1.0
+description:
+  - Runs on the controller over the readings M(dgxspark.ds41f.live_state) registered on every node, and
+    returns C(findings) for the drift table, each with a severity (C(error) or C(warn)) and a fix command.
+  - The fabric check table - per cable path, both ends' link presence, carrier, MTU and address, then pings
+    at the fabric MTU - names the cause once (a wrong MTU on one end is one finding, not also two failed pings).
+  - The serving container's command, every environment variable, mounts and image against the rendered launch
+    spec; memory headroom against the startup guard (before serving) or the steady guard (while serving), a
+    warning within 1 GiB of it; the GPU clock latch (an SM clock under 1000 MHz while serving).
+  - Cross-node alignment of kernel, page size, driver, memory-saver srcversion, Secure Boot, governor, image ID
+    and checkpoint manifest, as errors.
+  - Never fails because of a finding; the verdict is M(dgxspark.ds41f.doctor_report)'s.
+options:
+  live:
+    description: The variable each node registered M(dgxspark.ds41f.live_state) into.
+    type: str
+    default: verify_live
+  startup_gib:
+    description: The startup memory guard (GiB of MemAvailable).
+    type: float
+    default: 5
+  steady_gib:
+    description: The steady memory guard (GiB of MemAvailable).
+    type: float
+    default: 3
+  serve_fix:
+    description: The command that puts the rendered launch spec back in place, printed as the fix of container drift.
+    type: str
+    default: ds41f run serve -e serve_replace=true
+  ignore_env:
+    description: Container environment variables never compared or shown (secrets set from files).
+    type: list
+    elements: str
+    default: [VLLM_API_KEY]
+attributes:
+  check_mode:
+    support: full
+    description: Compares registered readings only; the same in check mode.
+  diff_mode:
+    support: none
+    description: Changes nothing.
+  idempotent:
+    support: full
+    description: Reads only.
+  action:
+    support: full
+    description: Runs as an action plugin on the controller.
+author:
+  - ds41f maintainers
+"""
+
+EXAMPLES = r"""
+- name: Compare the live state with the site and recipe
+  dgxspark.ds41f.doctor_checks:
+    steady_gib: 3
+  run_once: true
+"""
+
+RETURN = r"""
+findings:
+  description: One entry per thing that differs, for the drift table.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{node: dgx2, stage: fabric, setting: enp1s0f1np1 mtu, expected: 9000, found: 1500, severity: error,
+            fix: "ip link set dev enp1s0f1np1 mtu 9000 now, then ds41f run fabric to keep it", path: 10.12.1.0/24}]
+"""

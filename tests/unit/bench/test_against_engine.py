@@ -1,0 +1,98 @@
+"""The bench against the real lab engine (vLLM on CPU with the tiny model, docs/lab-engine.md) on loopback.
+
+One server for the module (about 30-60 s to start). The tiny model answers nonsense, so the default quality
+gate fails there, which is what the first test needs; a criterion any text meets lets the rest run.
+"""
+
+import asyncio
+import json
+
+import pytest
+
+from ds41f import cli
+from ds41f.bench import client, runner
+from ds41f.lab import engine
+
+PORT = 18731  # this module's own loopback port
+
+
+@pytest.fixture(scope="module")
+def server():
+    with engine.running_server(PORT) as srv:
+        yield srv
+
+
+def bench(tmp_path, name, *extra):
+    out = tmp_path / name
+    args = cli.parser().parse_args([
+        "bench", "--url", "http://127.0.0.1:%d" % PORT, "--output", str(out),
+        "--concurrency", "1,4", "--prompts", "prose", "--reasoning", "off", "--max-tokens", "24",
+        "--prefill-lengths", "256,1024", "--prefix-length", "1024", "--min-samples", "2", "--max-samples", "3",
+        "--quality-runs", "2", *extra])
+    return args.func(args), out
+
+
+@pytest.fixture()
+def any_text_task(tmp_path):
+    path = tmp_path / "any-text.json"
+    path.write_text(json.dumps({"prompt": "Say something.", "max_tokens": 8,
+                                "criterion": {"type": "regex", "pattern": r"\S"}}))
+    return str(path)
+
+
+def test_a_failing_quality_gate_stops_the_bench(server, tmp_path):
+    status, out = bench(tmp_path, "gate")
+    report = json.loads((out / "bench.json").read_text())
+    assert status == 2
+    assert report["stopped"] == "the quality gate failed" and not report["quality"]["passed"]
+    assert len(report["quality"]["runs"]) == 1  # the first failure decides: nothing else was sent
+    assert "points" not in report
+
+
+def test_a_run_measures_every_point_from_usage_and_draws_its_charts(server, tmp_path, any_text_task):
+    status, out = bench(tmp_path, "run", "--quality-task", any_text_task)
+    report = json.loads((out / "bench.json").read_text())
+    assert status == 0 and report["quality"]["passed"] and len(report["quality"]["runs"]) == 2
+    points = {p["name"]: p for p in report["points"]}
+    assert set(points) == {"decode/prose/nothink/c1", "decode/prose/nothink/c4", "prefill/256", "prefill/1024"}
+    for p in points.values():
+        assert 2 <= len(p["samples"]) <= 3
+    for s in points["decode/prose/nothink/c4"]["samples"]:  # exactly max_tokens per stream, counted by usage
+        assert s["completion_tokens"] == 4 * 24 and s["streams"] == 4
+        assert s["decode_window_tps"] > 0 and s["ttft_s"] > 0
+    prompt_tokens = points["prefill/1024"]["prompt_tokens"]["mean"]
+    assert abs(prompt_tokens - 1024) < 130  # real text, aimed at 1024 tokens
+    assert report["prefix"]["runs"][0]["run"] == "cold" and report["prefix"]["tokens"] > 700
+    assert {p.name for p in out.iterdir()} >= {"bench.json", "decode.png", "prefill.png"}
+
+    # A reference ten times as fast at every point (this shared 2-core machine moves short samples by tens of
+    # percent, so the margin is wide): this run is a regression beyond the 3% tolerance.
+    faster = dict(report, points=[])
+    for p in report["points"]:
+        fast = 10 * p[p["metric"]]["mean"]
+        faster["points"].append(dict(p, samples=[dict(s, **{p["metric"]: fast}) for s in p["samples"]]))
+    reference = tmp_path / "reference.json"
+    reference.write_text(json.dumps(faster))
+    status, out = bench(tmp_path, "compare", "--quality-task", any_text_task, "--suites", "decode",
+                           "--compare", str(reference))
+    compared = json.loads((out / "bench.json").read_text())
+    assert status == 1
+    assert {c["name"] for c in compared["comparison"] if c["regression"]} == {"decode/prose/nothink/c1",
+                                                                             "decode/prose/nothink/c4"}
+    assert (out / "comparison.png").exists()
+
+
+def test_samples_wait_until_the_engine_is_idle(server):
+    """A foreign request is running: the idle gate returns only once the engine reports it finished."""
+    args = cli.parser().parse_args(["bench"])
+
+    async def scenario():
+        body = {"model": server.model, "messages": [{"role": "user", "content": "go"}], "max_tokens": 400,
+                "min_tokens": 400, "ignore_eos": True}
+        foreign = asyncio.ensure_future(client.chat_stream(server.url, body))
+        while (await client.engine_load(server.url))[0] == 0:
+            await asyncio.sleep(0.05)
+        await runner.Bench(server.url, server.model, args, log=lambda m: None).idle()
+        return foreign.done()
+
+    assert asyncio.run(scenario())

@@ -1,0 +1,52 @@
+"""The client's parsing of HTTP bodies, server-sent events and /metrics, fed real byte streams."""
+
+import asyncio
+
+from ds41f.bench import client, runner
+
+
+def feed(data):
+    reader = asyncio.StreamReader()
+    reader.feed_data(data)
+    reader.feed_eof()
+    return reader
+
+
+async def collect(data, headers):
+    return [c async for c in client._body_chunks(feed(data), headers)]
+
+
+def test_chunked_and_sized_bodies():
+    chunked = b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+    assert asyncio.run(collect(chunked, {"transfer-encoding": "chunked"})) == [b"hello", b" world"]
+    assert b"".join(asyncio.run(collect(b"abcdef", {"content-length": "4"}))) == b"abcd"
+
+
+async def head(data):
+    return await client._head(feed(data))
+
+
+def test_status_line_and_headers():
+    status, headers = asyncio.run(head(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n"))
+    assert status == 200 and headers == {"content-type": "text/plain"}
+
+
+def test_metrics_are_summed_over_label_sets():
+    text = ('# HELP vllm:num_requests_running x\n'
+            'vllm:num_requests_running{engine="0",model_name="m"} 2.0\n'
+            'vllm:num_requests_running{engine="1",model_name="m"} 1.0\n'
+            'vllm:request_success_total{finished_reason="length"} 7.0\n'
+            'vllm:request_success_total{finished_reason="stop"} 3.0\n')
+    m = client.parse_metrics(text)
+    assert m["vllm:num_requests_running"] == 3.0 and m["vllm:request_success_total"] == 10.0
+
+
+def test_decode_metrics_use_usage_tokens_and_the_decode_window():
+    results = [
+        {"t_send": 0.0, "t_first": 0.5, "t_last": 4.5, "usage": {"completion_tokens": 101}},
+        {"t_send": 0.1, "t_first": 1.0, "t_last": 5.0, "usage": {"completion_tokens": 101}},
+    ]
+    m = runner.decode_metrics(results)
+    assert m["tps"] == 202 / 5.0
+    assert m["decode_window_tps"] == 200 / 4.5  # tokens after each first, from the earliest first to the last
+    assert m["ttft_s"] == (0.5 + 0.9) / 2

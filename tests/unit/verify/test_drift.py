@@ -1,0 +1,113 @@
+"""The doctor's drift table: which task results become rows, their order, and the three renderings."""
+
+import json
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift
+
+
+def test_plan_drift_becomes_one_row_per_entry_with_its_fix():
+    result = {"changed": True, "drift": [
+        {"setting": "net.ipv4.ip_forward", "expected": "1", "found": "0", "fix": "sysctl -w net.ipv4.ip_forward=1"}]}
+    rows = drift.rows_from_result("dgx2", "host_baseline", "Sysctls", result)
+    assert rows == [{"node": "dgx2", "stage": "host_baseline", "setting": "net.ipv4.ip_forward", "expected": "1",
+                     "found": "0", "fix": "sysctl -w net.ipv4.ip_forward=1", "severity": "error"}]
+
+
+def test_a_change_without_drift_names_the_task_and_the_stage_to_rerun():
+    rows = drift.rows_from_result("dgx1", "site_config", "Node map (site.json)", {"changed": True})
+    assert [(r["setting"], r["fix"]) for r in rows] == [("Node map (site.json)", "ds41f run site_config")]
+
+
+def test_unchanged_skipped_and_clean_results_add_nothing():
+    assert drift.rows_from_result("dgx1", "s", "t", {"changed": False}) == []
+    assert drift.rows_from_result("dgx1", "s", "t", {"skipped": True, "changed": True}) == []
+
+
+def test_findings_keep_their_own_node_stage_severity_and_path():
+    result = {"changed": False, "findings": [
+        {"node": "dgx3", "stage": "fabric", "setting": "enp1s0f0np0 mtu", "expected": 9000, "found": 1500,
+         "fix": "ip link set ...", "severity": "error", "path": "10.13.1.0/24"},
+        {"node": "dgx1", "stage": "serve", "setting": "memory headroom", "expected": "> 4", "found": "3.5 GiB",
+         "fix": "free memory", "severity": "warn"}]}
+    rows = drift.rows_from_result("dgx1", "verify", "Compare", result)
+    assert [(r["node"], r["stage"], r["severity"], r.get("path")) for r in rows] == [
+        ("dgx3", "fabric", "error", "10.13.1.0/24"), ("dgx1", "serve", "warn", None)]
+    assert rows[0]["expected"] == "9000" and rows[0]["found"] == "1500"
+
+
+def test_loop_items_and_alignment_mismatches():
+    loop = {"changed": True, "results": [{"changed": True, "drift": [{"setting": "a", "expected": 1, "found": 2}]},
+                                         {"changed": False}]}
+    assert [r["setting"] for r in drift.rows_from_result("n", "s", "t", loop)] == ["a"]
+    aligned = {"failed": True, "msg": "nodes differ", "mismatches": [
+        {"setting": "kernel", "found": "'a' on dgx1; 'b' on dgx2", "fix": "boot the same kernel"}]}
+    rows = drift.rows_from_result("dgx1", "site_config", "Align", aligned)
+    assert [(r["node"], r["setting"]) for r in rows] == [("all", "kernel")]  # no extra 'task failed' row
+
+
+def test_a_failure_without_rows_is_an_error_row_with_its_message():
+    rows = drift.rows_from_result("dgx1", "image", "Load", {"failed": True, "msg": "no space left\nmore"})
+    assert rows[0]["found"] == "no space left" and rows[0]["severity"] == "error"
+
+
+def test_dedupe_merges_the_same_finding_and_puts_errors_first():
+    a = drift.row("dgx2", "fabric", "x mtu", 9000, 1500, "fix")
+    w = drift.row("dgx1", "serve", "memory", 5, 4, "fix", "warn")
+    assert drift.dedupe([w, a, dict(a)]) == [a, w]
+
+
+def test_counts_status_and_table():
+    rows = [drift.row("dgx2", "fabric", "enp1s0f1np1 mtu", 9000, 1500, "ip link set", path="10.12.1.0/24"),
+            drift.row("all", "image", "image_id", "same", "a on dgx1; b on dgx2", "run image"),
+            drift.row("dgx3", "fabric", "enp1s0f0np0 carrier", "up", "down", "reseat", path="10.13.1.0/24")]
+    assert drift.counts(rows) == {"error": 3, "warn": 0}
+    assert drift.node_status(rows, ["dgx1", "dgx2", "dgx3"]) == {"dgx1": "drift", "dgx2": "drift", "dgx3": "drift"}
+    assert drift.path_status(rows) == {"10.12.1.0/24": "drift", "10.13.1.0/24": "down"}
+    text = drift.table(rows)
+    assert "enp1s0f1np1 mtu" in text and text.endswith("3 errors, 0 warnings")
+    assert drift.table([]).startswith("No drift")
+
+
+def test_markdown_escapes_pipes_and_json_round_trips(tmp_path):
+    rows = [drift.row("dgx1", "serve", "env A", "x|y", "z", "fix")]
+    md = drift.markdown(rows)
+    assert "x\\|y" in md and md.count("\n| error |") == 1
+    drift.write_rows(str(tmp_path), rows)
+    assert drift.read_rows(str(tmp_path)) == rows
+    assert json.loads(json.dumps(drift.report(rows)))["counts"] == {"error": 1, "warn": 0}
+
+
+def test_report_dir_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv(drift.REPORT_DIR_ENV, str(tmp_path))
+    assert drift.report_dir() == str(tmp_path)
+    monkeypatch.delenv(drift.REPORT_DIR_ENV)
+    assert drift.report_dir("/x") == "/x/reports/doctor"
+
+
+def test_a_fabric_path_folds_its_echoes_into_the_cause():
+    """One wrong MTU as the fabric stage (check mode), its ping table and the live check all see it."""
+    ends = {("dgx1", "enp1s0f0np0"): "10.12.1.0/24", ("dgx2", "enp1s0f1np1"): "10.12.1.0/24",
+            ("dgx1", "enp1s0f1np1"): "10.13.1.0/24"}
+    rows = [
+        drift.row("dgx2", "fabric", "dgx2 enp1s0f1np1 mtu", 9000, 1500, "ip link set dev enp1s0f1np1 mtu 9000"),
+        drift.row("dgx1", "fabric", "dgx1 enp1s0f0np0 path -> dgx2", "replies", "0/3 replies", "no reply"),
+        drift.row("dgx2", "fabric", "dgx2 enp1s0f1np1 link -> dgx1", "mtu 9000", "mtu 1500", "MTU 1500"),
+        drift.row("dgx2", "fabric", "enp1s0f1np1 mtu", 9000, 1500, "ip link set ... then ds41f run fabric"),
+        drift.row("dgx1", "fabric", "dgx1 enp1s0f1np1 path -> dgx3", "replies", "0/3 replies", "no reply"),
+        drift.row("dgx1", "fabric", "dgx1 enp1s0f1np1 path -> dgx3", "replies", "0/3 replies", "no reply"),
+        drift.row("all", "image", "image_id", "same", "differs", "run image"),
+    ]
+    out = drift.dedupe(rows, ends)
+    assert [(r["node"], r["setting"], r.get("path")) for r in out] == [
+        ("all", "image_id", None),
+        ("dgx1", "dgx1 enp1s0f1np1 path -> dgx3", "10.13.1.0/24"),  # no cause known: one row for the path
+        ("dgx2", "dgx2 enp1s0f1np1 mtu", "10.12.1.0/24"),  # the stage's row, with its plain fix, wins
+    ]
+    assert rows[0].get("path") is None  # the caller's rows are not changed
+
+
+def test_the_table_shows_the_first_differing_line_of_a_file():
+    r = drift.row("dgx3", "host_baseline", "/etc/sysctl.d/95-ds41f-recovery.conf",
+                  "# header\nkernel.panic = 30\n", "# header\nkernel.panic = 0\n", "write it")
+    line = drift.table([r]).splitlines()[2]
+    assert "kernel.panic = 30" in line and "kernel.panic = 0" in line and "# header" not in line

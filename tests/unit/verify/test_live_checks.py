@@ -1,0 +1,126 @@
+"""The doctor's live checks over readings shaped like dgxspark.ds41f.live_state's, on the real topology model."""
+
+import pytest
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import live_checks, topology
+
+SITE = {"plugin": "dgxspark.ds41f.spark_topology", "shape": "tp3-triangle",
+        "nodes": [{"name": "dgx%d" % i, "address": "192.168.1.1%d" % i} for i in (1, 2, 3)]}
+
+
+@pytest.fixture()
+def cluster():
+    return topology.build(SITE)
+
+
+def healthy(cluster, mtu=9000):
+    """Every node's links up at the MTU with their addresses, and every ping answered."""
+    hosts = {}
+    for node in cluster.nodes:
+        links, pings = {}, []
+        for link in cluster.links(node.name):
+            links[link["netdev"]] = {"present": True, "operstate": "up", "carrier": True, "mtu": mtu,
+                                     "addresses": ["%s/%d" % (link["address"], link["prefix"])]}
+            pings.append({"netdev": link["netdev"], "address": link["peer_address"], "ok": True})
+        hosts[node.name] = {"live": {"links": links, "pings": pings, "memory": {"available_gib": 90.0},
+                                     "gpus": None, "container": None, "launch_spec": None},
+                            "node": {"kernel": "6.17", "page_size": 4096}}
+    return hosts
+
+
+def evaluate(cluster, hosts):
+    return live_checks.evaluate(hosts, cluster.cable_table(), 9000, 5.0, 3.0, "ds41f run serve")
+
+
+def test_a_healthy_cluster_has_no_findings(cluster):
+    assert evaluate(cluster, healthy(cluster)) == []
+
+
+def test_a_wrong_mtu_on_one_end_is_one_finding_on_that_end_not_also_failed_pings(cluster):
+    hosts = healthy(cluster)
+    hosts["dgx2"]["live"]["links"]["enp1s0f1np1"]["mtu"] = 1500
+    for node in hosts.values():  # what the wire does: every ping over that path fails, from both ends
+        for p in node["live"]["pings"]:
+            if p["address"] in ("10.12.1.1", "10.12.1.2"):
+                p["ok"] = False
+    found = evaluate(cluster, hosts)
+    assert [(f["node"], f["setting"], f["found"], f["path"]) for f in found] == [
+        ("dgx2", "enp1s0f1np1 mtu", 1500, "10.12.1.0/24")]
+    assert "ip link set dev enp1s0f1np1 mtu 9000" in found[0]["fix"]
+
+
+def test_a_pulled_cable_and_a_silent_path(cluster):
+    hosts = healthy(cluster)
+    del hosts["dgx3"]["live"]["links"]["enp1s0f0np0"]
+    for p in hosts["dgx1"]["live"]["pings"]:
+        if p["netdev"] == "enP2p1s0f0np0":
+            p["ok"] = False
+    found = {(f["node"], f["setting"]) for f in evaluate(cluster, hosts)}
+    assert found == {("dgx3", "enp1s0f0np0 link"), ("dgx1", "enP2p1s0f0np0 reachability")}
+
+
+SPEC = {"name": "ds41f-serve", "image": "ds41f:1030", "command": ["serve", "/models", "--port", "8000"],
+        "env": {"VLLM_NO_USAGE_STATS": "1", "NCCL_IB_GID_INDEX": "3"}, "mounts": ["/models:/models:ro"]}
+
+
+def running(**changes):
+    state = {"running": True, "image": "ds41f:1030", "command": ["serve", "/models", "--port", "8000"],
+             "env": ["PATH=/usr/bin", "VLLM_NO_USAGE_STATS=1", "NCCL_IB_GID_INDEX=3"], "image_env": ["PATH=/usr/bin"],
+             "mounts": ["/models:/models:ro"]}
+    state.update(changes)
+    return state
+
+
+def test_the_container_matching_its_spec_is_clean():
+    assert live_checks.container("dgx1", SPEC, running(), "fix") == []
+    assert live_checks.container("dgx1", None, None, "fix") == []  # nothing deployed: nothing to compare
+
+
+def test_each_env_var_that_differs_is_one_finding():
+    env = ["PATH=/usr/bin", "VLLM_NO_USAGE_STATS=1", "NCCL_IB_GID_INDEX=4", "EXTRA=1"]
+    found = live_checks.container("dgx2", SPEC, running(env=env), "ds41f run serve")
+    assert [(f["setting"], f["expected"], f["found"]) for f in found] == [
+        ("container env EXTRA", None, "1"), ("container env NCCL_IB_GID_INDEX", "3", "4")]
+
+
+def test_command_mounts_image_and_a_stopped_container():
+    found = live_checks.container("dgx1", SPEC, running(command=["serve"], mounts=[], image="other"), "f")
+    assert [f["setting"] for f in found] == ["container image", "container command", "container mounts"]
+    assert live_checks.container("dgx1", SPEC, running(running=False), "f")[0]["found"] == "stopped"
+    assert live_checks.container("dgx1", SPEC, None, "f") == []  # not started yet: the serve stage reports it
+
+
+def test_env_files_fill_the_expected_environment_and_secrets_are_never_compared():
+    spec = dict(SPEC, env_files=["/etc/ds41f/nccl.env"], mounts=["/models:/models:ro,z"])
+    env = ["PATH=/usr/bin", "VLLM_NO_USAGE_STATS=1", "NCCL_IB_GID_INDEX=3", "NCCL_IB_HCA=rocep1s0f0",
+           "VLLM_API_KEY=sk-secret"]
+    files = {"/etc/ds41f/nccl.env": {"NCCL_IB_HCA": "rocep1s0f0"}}
+    assert live_checks.container("dgx1", spec, running(env=env), "f", files, ["VLLM_API_KEY"]) == []
+    found = live_checks.container("dgx1", spec, running(env=env), "f", {}, ["VLLM_API_KEY"])
+    assert [(f["setting"], f["expected"]) for f in found] == [("container env NCCL_IB_HCA", None)]
+
+
+def test_memory_against_the_guard_that_applies():
+    assert live_checks.memory("dgx1", {"available_gib": 2.5}, True, 5, 3)[0]["severity"] == "error"
+    assert live_checks.memory("dgx1", {"available_gib": 3.5}, True, 5, 3)[0]["severity"] == "warn"
+    assert live_checks.memory("dgx1", {"available_gib": 4.5}, False, 5, 3)[0]["setting"].endswith("(startup guard)")
+    assert live_checks.memory("dgx1", {"available_gib": 6.5}, False, 5, 3) == []
+
+
+def test_alignment_names_the_stage_that_fixes_it_and_ignores_readings_nobody_has(cluster):
+    hosts = healthy(cluster)
+    for name, image in (("dgx1", "sha256:a"), ("dgx2", "sha256:a"), ("dgx3", "sha256:b")):
+        hosts[name]["live"]["image_id"] = image
+    found = evaluate(cluster, hosts)
+    assert [(f["node"], f["stage"], f["setting"]) for f in found] == [("all", "image", "image_id")]
+    assert "dgx3" in found[0]["found"]
+
+
+def test_gpu_latch_needs_a_serving_container(cluster):
+    hosts = healthy(cluster)
+    gpus = [{"index": 0, "name": "NVIDIA GB10", "sm_mhz": 702, "max_sm_mhz": 3003, "utilization": 97,
+             "temperature": 70}]
+    hosts["dgx1"]["live"]["gpus"] = gpus
+    assert evaluate(cluster, hosts) == []
+    hosts["dgx1"]["live"]["container"] = running()
+    assert [f["setting"] for f in evaluate(cluster, hosts)] == ["GPU 0 SM clock while serving"]

@@ -1,0 +1,39 @@
+"""The topology picture: layout from the one model (pure), and a real SVG and PNG render."""
+
+import glob
+
+import pytest
+import yaml
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import topology, topology_picture
+from tests.conftest import ROOT
+
+
+def example(name):
+    return topology.build(yaml.safe_load(open(glob.glob(str(ROOT / "inventories" / name / "*.spark.yml"))[0])))
+
+
+@pytest.mark.parametrize("name, nodes, paths", [("triangle3", 3, 6), ("ring4", 4, 8), ("switched", 8, 16)])
+def test_every_node_and_path_of_the_model_is_drawn(name, nodes, paths):
+    picture = topology_picture.layout(example(name))
+    assert len(picture["nodes"]) == nodes and len(picture["paths"]) == paths
+    assert {p["status"] for p in picture["paths"]} == {"unchecked"}
+    labels = " ".join(text for p in picture["paths"] for text, _ in p["labels"])
+    for row in example(name).cable_table():  # every address the model derives appears, none invented
+        for address in row["addresses"].values():
+            assert address in labels
+
+
+def test_colours_follow_the_last_check():
+    cluster = example("ring4")
+    cidr = cluster.cable_table()[0]["cidr"]
+    picture = topology_picture.layout(cluster, {"dgx1": "ok", "dgx2": "drift"}, {cidr: "down"})
+    status = {n["name"]: n["status"] for n in picture["nodes"]}
+    assert status == {"dgx1": "ok", "dgx2": "drift", "dgx3": "ok", "dgx4": "ok"}
+    assert [p["status"] for p in picture["paths"] if p["cidr"] == cidr] == ["down"]
+
+
+def test_svg_and_png_are_written(tmp_path):
+    svg, png = tmp_path / "t.svg", tmp_path / "t.png"
+    topology_picture.draw(topology_picture.layout(example("triangle3"), {}, {}), str(svg), str(png))
+    assert "10.12.1.1" in svg.read_text() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
