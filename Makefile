@@ -7,7 +7,7 @@ export CONTAINERS_CONF := $(CURDIR)/ds41f/lab/containers.conf
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: demo test venv lint unit molecule host-before host-after clean-lab
+.PHONY: demo test venv lint unit molecule host-before host-after clean-lab engine
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt setup.py
@@ -24,6 +24,10 @@ lint: venv
 	ruff check .
 	ansible-lint
 
+# The lab engine (real vLLM CPU, a tiny model, the lab engine image) under .lab/shared/engine; a no-op once built.
+engine: venv
+	python -m ds41f.lab.engine build
+
 unit: venv
 	pytest -q tests/unit
 
@@ -37,7 +41,7 @@ host-after:
 	@tests/host_state.sh > .ansible/host-after.txt
 	@diff -u .ansible/host-before.txt .ansible/host-after.txt && echo "host state unchanged"
 
-test: venv host-before lint unit molecule host-after
+test: venv host-before lint engine unit molecule host-after
 
 clean-lab:
 	-for lab in $$(ds41f lab status | awk '/^lab /{print $$2}' | tr -d :); do ds41f lab down $$lab; done

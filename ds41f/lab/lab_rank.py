@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Entrypoint of the lab engine image: one serving rank, given the rank's rendered `vllm serve` command.
+
+``ds41f.lab.engine build`` copies this file to .lab/shared/engine/bin/lab-rank; lab nodes bind-mount that
+folder read-only at /opt/ds41f-lab/engine and start the image with the serve stage's rendered command
+(``serve /models --tensor-parallel-size 3 --nnodes 3 --node-rank 1 ... [--headless]``).
+
+Because the CPU build on this 2-core lab machine cannot hold one ~2 GB vLLM process per rank:
+- rank 0 (no --headless) serves for real, tensor parallel 1: the multi-node flags are dropped (and printed),
+  and `vllm serve`'s own parser checks the rest;
+- a worker (--headless) puts its whole command, group flags included, through vLLM's argument parser (unknown
+  flags, wrong types and vLLM's own cross-flag checks fail the rank), checks that its model folder is readable,
+  says that it is a stand-in, and holds its slot (the container keeps running) until it is stopped.
+
+    lab-rank serve /models ...        run one rank
+    lab-rank --check < argvs.json     parse a JSON list of argument lists; print one JSON result per list
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import sys
+
+ENGINE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+SITE = os.path.join(ENGINE, "site")
+# Flags that place a rank in a multi-node group; rank 0 drops them to serve alone in the lab.
+GROUP_FLAGS = ("--tensor-parallel-size", "-tp", "--nnodes", "--node-rank", "--master-addr", "--master-port")
+GROUP_SWITCHES = ("--headless",)
+
+
+def say(message):
+    print("lab-rank: %s" % message, flush=True)
+
+
+def serve_parser():
+    if SITE not in sys.path:
+        sys.path.insert(0, SITE)
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    from vllm.entrypoints.cli.serve import ServeSubcommand
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = FlexibleArgumentParser(prog="vllm")
+    command = ServeSubcommand()
+    command.subparser_init(parser.add_subparsers(dest="subparser"))
+    return parser, command
+
+
+def parse_error(parser, command, argv):
+    """None when vLLM accepts ``argv`` (``serve ...``), else vLLM's own message."""
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            args = parser.parse_args(argv)
+            command.validate(args)
+    except SystemExit:
+        lines = [line for line in err.getvalue().strip().splitlines() if line.strip()]
+        return lines[-1] if lines else "rejected"
+    except Exception as exc:  # vLLM's own cross-flag checks raise ValueError / TypeError
+        return "%s: %s" % (type(exc).__name__, exc)
+    return None
+
+
+def split_group(argv):
+    """(argv without the multi-node flags, the dropped flags)."""
+    kept, dropped, skip = [], [], False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in GROUP_SWITCHES:
+            dropped.append(arg)
+        elif name in GROUP_FLAGS:
+            dropped.append(arg)
+            if "=" not in arg and i + 1 < len(argv):
+                dropped.append(argv[i + 1])
+                skip = True
+        else:
+            kept.append(arg)
+    return kept, dropped
+
+
+def flag_value(argv, flag, default=None):
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return default
+
+
+def check_mode():
+    parser, command = serve_parser()
+    for argv in json.load(sys.stdin):
+        print(json.dumps({"argv": argv, "error": parse_error(parser, command, argv)}), flush=True)
+    return 0
+
+
+def hold(rank):
+    say("rank %s: headless worker stand-in holding its slot (the CPU lab serves from rank 0 alone)" % rank)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        signal.pause()
+
+
+def main(argv):
+    if argv[:1] == ["--check"]:
+        return check_mode()
+    if argv[:1] != ["serve"]:
+        say("expected a `vllm serve` command line (serve MODEL ...), got %r" % argv[:2])
+        return 2
+    rank = flag_value(argv, "--node-rank", "0")
+    model = argv[1] if len(argv) > 1 and not argv[1].startswith("-") else flag_value(argv, "--model")
+    if "--headless" in argv:
+        # Workers check the whole command, group flags included; rank 0's own vllm serve parses the rest.
+        parser, command = serve_parser()
+        error = parse_error(parser, command, argv)
+        if error:
+            say("rank %s: vLLM rejects the rendered command: %s" % (rank, error))
+            return 2
+        say("rank %s: vLLM %s accepts the rendered command (%d arguments)" % (
+            rank, __import__("vllm").__version__, len(argv) - 1))
+        if not model or not os.access(os.path.join(model, "config.json"), os.R_OK):
+            say("rank %s: model folder %s is not readable (no config.json): this rank cannot load weights" % (
+                rank, model))
+            return 3
+        return hold(rank)
+    kept, dropped = split_group(argv)
+    if dropped:
+        say("rank %s: serving alone, tensor parallel 1; dropped for the lab: %s" % (rank, " ".join(dropped)))
+    env = dict(os.environ, PYTHONPATH=SITE, VLLM_TARGET_DEVICE="cpu")
+    for key, value in (("HF_HUB_OFFLINE", "1"), ("VLLM_NO_USAGE_STATS", "1"), ("DO_NOT_TRACK", "1")):
+        env.setdefault(key, value)
+    os.execve(sys.executable, [sys.executable, "-m", "vllm.entrypoints.cli.main", *kept], env)
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

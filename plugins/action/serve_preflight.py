@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+"""Controller-only preflight of the serve stage over every node's readings (see module_utils/serve_preflight)."""
+
+from __future__ import annotations
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import serve_preflight
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
+
+SETTINGS = ("replace", "allow_reshape", "unqualified_shape", "master_port", "release", "image", "image_id")
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        args = self._task.args
+        hostvars = task_vars["hostvars"]
+        hosts = list(args.get("hosts") or task_vars["ansible_play_hosts_all"])
+        check_fabric = plain(args.get("fabric", True))
+        nodes, missing = [], []
+        for host in hosts:
+            hv = hostvars[host]
+            reading = {"name": host, "rank": plain(hv.get("spark_rank")), "node": plain(hv.get("ds41f_node")),
+                       "serve": plain(hv.get("ds41f_serve")), "spec": plain(hv.get("serve_spec")),
+                       "fabric": plain(hv.get("serve_fabric_verdict")) if check_fabric else None}
+            if reading["serve"] is None or reading["spec"] is None:
+                missing.append(host)
+            nodes.append(reading)
+        if missing:
+            result.update(failed=True, msg="no serve readings or launch spec for %s. Fix: run the reading tasks "
+                                           "on every node first." % ", ".join(missing))
+            return result
+        nodes.sort(key=lambda n: n["rank"])
+        settings = {k: plain(args.get(k)) for k in SETTINGS}
+        problems, plan = serve_preflight.check(nodes, plain(task_vars["spark_shape"]), settings)
+        result.update(changed=False, problems=problems, **plan)
+        if problems:
+            result.update(failed=True, msg="serve preflight refuses to start (%d problem%s):\n%s" % (
+                len(problems), "" if len(problems) == 1 else "s", "\n".join("  - %s" % p for p in problems)))
+        elif plan["start"]:
+            result["msg"] = "preflight passed: starting every rank%s" % (
+                " (replacing the engine on %s)" % ", ".join(plan["replacing"]) if plan["replacing"] else "")
+        else:
+            result["msg"] = "preflight passed: every rank already runs its launch spec"
+        return result

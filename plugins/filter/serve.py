@@ -1,0 +1,58 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+"""Filters of the serve stage: the launch spec of a rank, its docker command line, boot-log markers."""
+
+from __future__ import annotations
+
+import re
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import launch
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
+
+
+def launch_spec(values, shape, rank, nodes, head_address):
+    """The rank's launch spec from the recipe variables (serve_*, ds41f_release), the shape and the node:
+    ``lookup('dgxspark.ds41f.serve_recipe') | launch_spec(spark_shape, spark_rank, spark_nodes | length,
+    spark_head_address)``."""
+    try:
+        recipe = launch.recipe_from_vars({k: plain(values[k]) for k in launch.VAR_NAMES if k in values})
+        return launch.render(recipe, plain(shape), {"rank": int(rank)},
+                             {"nodes": int(nodes), "head_address": str(head_address)})
+    except launch.LaunchError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def docker_command(spec, image=None, api_key_file=None):
+    """The ``docker run`` command line of a spec, as one shell-quoted string (for people and the doctor)."""
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in launch.docker_run(plain(spec), image, api_key_file))
+
+
+def boot_markers_missing(log, markers):
+    """Markers (regular expressions) that ``log`` does not match."""
+    return [m for m in plain(markers) or [] if not re.search(m, log or "", re.M)]
+
+
+def boot_markers_found(log, markers):
+    """Forbidden markers that ``log`` matches, each with its first matching line."""
+    found = []
+    lines = (log or "").splitlines()
+    for marker in plain(markers) or []:
+        hit = next((line for line in lines if re.search(marker, line)), None)
+        if hit is not None:
+            found.append("%s: %s" % (marker, hit.strip()))
+    return found
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "launch_spec": launch_spec,
+            "docker_command": docker_command,
+            "boot_markers_missing": boot_markers_missing,
+            "boot_markers_found": boot_markers_found,
+        }

@@ -1,0 +1,119 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+"""The serve stage's preflight: every reason not to start, each naming the cause and the fix.
+
+``check(nodes, shape, settings)`` takes every node's readings (``node``: dgxspark.ds41f.node_facts,
+``serve``: dgxspark.ds41f.serve_facts, ``spec``: the rank's launch spec, ``fabric``: the fabric check's
+verdict or None) and returns ``(problems, plan)``. ``plan['start']`` is False when every rank already runs
+its spec: the stage then only re-checks readiness.
+"""
+
+from __future__ import annotations
+
+
+def short(image_id):
+    return (image_id or "?").replace("sha256:", "")[:12]
+
+
+def _running(reading):
+    found = (reading.get("serve") or {}).get("container")
+    return found if found and found.get("running") else None
+
+
+def _image_problems(nodes, image_ref):
+    problems, ids = [], {}
+    for node in nodes:
+        image_id = node["serve"].get("image_id")
+        if not image_id:
+            problems.append("%s does not hold the image %s. Fix: run the image stage (it ships one image to every "
+                            "node)." % (node["name"], image_ref))
+        else:
+            ids.setdefault(image_id, []).append(node["name"])
+    if len(ids) > 1:
+        ordered = sorted(ids.items(), key=lambda kv: -len(kv[1]))
+        found = "; ".join("%s on %s" % (short(i), ", ".join(n)) for i, n in ordered)
+        problems.append("the image %s has different IDs across nodes (%s). Fix: run the image stage: it ships one "
+                        "image with docker save | docker load; never rebuild it per node." % (image_ref, found))
+    return problems, ids
+
+
+def check(nodes, shape, settings):
+    """``nodes``: [{name, rank, node, serve, spec, fabric}] in rank order; ``settings``: replace, allow_reshape,
+    unqualified_shape, master_port, release, image (the reference that will run)."""
+    problems = []
+    head = nodes[0]
+    for node in nodes:
+        serve = node["serve"]
+        if not serve.get("docker", {}).get("ok"):
+            problems.append("%s: docker does not answer (%s). Fix: start Docker (systemctl start docker)." % (
+                node["name"], serve.get("docker", {}).get("version") or "no reply"))
+        page = (node.get("node") or {}).get("page_size")
+        if page != shape["page_size"]:
+            fix = ("run the kernel stage (the 64 KiB kernel) on %s" % node["name"] if shape["page_size"] == 65536
+                   else "boot %s into the stock 4 KiB kernel, or use a 64 KiB shape" % node["name"])
+            problems.append("%s: the running kernel's page size is %s, but %s needs %d. Fix: %s." % (
+                node["name"], "unreadable" if page is None else "%d bytes" % page, shape["name"],
+                shape["page_size"], fix))
+        fabric = node.get("fabric")
+        if fabric is not None and not fabric.get("ok"):
+            problems.append("%s: the fabric check fails (%s). Fix: run the fabric stage and fix what its check "
+                            "names." % (node["name"], fabric.get("message") or "no detail"))
+        model = serve.get("model") or {}
+        if not model.get("verified"):
+            if not model.get("config"):
+                what = "no config.json there"
+            else:
+                what = "%s names %s" % (model.get("info"), model.get("info_path") or "no verified checkpoint")
+            problems.append("%s: the model at %s is not verified (%s). Fix: run the model stage." % (
+                node["name"], model.get("dir"), what))
+        for path in serve.get("env_files_missing") or []:
+            problems.append("%s: the env file %s is missing. Fix: run the fabric stage (it writes the NCCL "
+                            "environment), or set serve_nccl_env_file to ''." % (node["name"], path))
+
+    image_problems, ids = _image_problems(nodes, settings["image"])
+    problems += image_problems
+
+    if not shape.get("qualified_reference") and not settings.get("unqualified_shape"):
+        problems.append("%s is not qualified for release %s (no release benchmark names it). Fix: set "
+                        "serve_unqualified_shape=true to start it anyway." % (shape["name"], settings["release"]))
+
+    ports = head["serve"].get("ephemeral_ports")
+    port = settings["master_port"]
+    if ports and ports[0] <= port <= ports[1]:
+        problems.append("serve_master_port %d lies inside %s's ephemeral port range %d-%d, where any outgoing "
+                        "connection may take it first. Fix: choose a port below %d (the seeds use 9999)." % (
+                            port, head["name"], ports[0], ports[1], ports[0]))
+
+    start, running = False, []
+    for node in nodes:
+        found = _running(node)
+        want = node["spec"]["labels"]
+        if found is None:
+            start = True
+            continue
+        # Same spec and the very image the reference names now (a re-tagged image is a new engine).
+        same = (found["labels"].get("ds41f.spec") == want["ds41f.spec"]
+                and found.get("image_id") == (settings.get("image_id") or node["serve"].get("image_id")))
+        if not same:
+            start = True
+        running.append((node, found, same))
+    replacing = []
+    if start:
+        for node, found, _ in running:
+            replacing.append(node["name"])
+            old_shape = found["labels"].get("ds41f.shape")
+            new_shape = node["spec"]["labels"]["ds41f.shape"]
+            if old_shape and old_shape != new_shape and not settings.get("allow_reshape"):
+                problems.append("%s runs an engine of another shape (%s; this start is %s). Fix: set "
+                                "serve_allow_reshape=true to change the running engine's shape." % (
+                                    node["name"], old_shape, new_shape))
+            elif not settings.get("replace"):
+                problems.append("%s already runs %s (release %s, image %s); this start is release %s (image %s). "
+                                "Fix: set serve_replace=true to replace it (it is kept aside and restored if the new "
+                                "start fails)." % (
+                                    node["name"], node["spec"]["name"], found["labels"].get("ds41f.release", "?"),
+                                    short(found.get("image_id")), settings["release"],
+                                    short(settings.get("image_id") or node["serve"].get("image_id"))))
+    plan = {"start": start, "replacing": replacing, "image_ids": ids}
+    return problems, plan

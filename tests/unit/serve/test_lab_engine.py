@@ -1,0 +1,48 @@
+"""The lab engine: a second build changes nothing, and running_server() serves real vLLM on loopback."""
+
+import json
+import urllib.request
+
+import pytest
+
+from ds41f.lab import engine, lab_rank
+
+PORT = 18473  # loopback only
+
+
+@pytest.fixture(scope="module")
+def built():
+    if not (engine.MANIFEST.exists() and engine.BIN.joinpath("lab-rank").exists()):
+        pytest.fail("the lab engine is not built. Fix: make engine (python -m ds41f.lab.engine build)")
+    return engine.read_manifest()
+
+
+def test_a_second_build_changes_nothing(built, capsys):
+    after = engine.build()
+    assert {k: v.get("built") for k, v in after.items()} == {k: v.get("built") for k, v in built.items()}
+    assert capsys.readouterr().out.count("up to date") == 3
+
+
+def test_running_server_answers_chat_with_thinking_off(built):
+    with engine.running_server(PORT) as srv:
+        models = json.load(urllib.request.urlopen(srv.url + "/v1/models", timeout=10))
+        assert [m["id"] for m in models["data"]] == ["ds41f-tiny"]
+        body = json.dumps({"model": srv.model, "max_tokens": 8, "temperature": 0,
+                           "messages": [{"role": "user", "content": "What is 19 + 23?"}],
+                           "chat_template_kwargs": {"thinking": False}}).encode()
+        req = urllib.request.Request(srv.url + "/v1/chat/completions", body, {"Content-Type": "application/json"})
+        answer = json.load(urllib.request.urlopen(req, timeout=120))
+        assert answer["usage"]["completion_tokens"] == 8 and answer["choices"][0]["finish_reason"] == "length"
+        process = srv.process
+    assert process.poll() is not None  # stopped on exit
+    assert not engine.healthy(srv.url, timeout=1)
+
+
+def test_lab_rank_drops_only_the_group_flags():
+    argv = ["serve", "/models", "--tensor-parallel-size", "3", "--nnodes=3", "--node-rank", "0", "--master-addr",
+            "10.0.0.1", "--master-port", "9999", "--max-model-len", "2048", "--headless"]
+    kept, dropped = lab_rank.split_group(argv)
+    assert kept == ["serve", "/models", "--max-model-len", "2048"]
+    assert dropped == ["--tensor-parallel-size", "3", "--nnodes=3", "--node-rank", "0", "--master-addr", "10.0.0.1",
+                       "--master-port", "9999", "--headless"]
+    assert lab_rank.flag_value(argv, "--nnodes") == "3"

@@ -1,0 +1,120 @@
+"""The launch spec: every rank's container from recipe + shape + node, and nothing typed twice."""
+
+import json
+
+import pytest
+from conftest import cluster, load_recipe
+
+from ansible_collections.dgxspark.ds41f.plugins.filter import serve as serve_filters
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import launch, topology
+
+
+def specs(values, shape):
+    c = cluster(shape)
+    recipe = launch.recipe_from_vars(values)
+    shape_vars = c.groupvars()["spark_shape"]
+    return [launch.render(recipe, shape_vars, {"rank": n.rank}, {"nodes": len(c.nodes), "head_address": c.head.address})
+            for n in c.nodes]
+
+
+def flag(argv, name):
+    return argv[argv.index(name) + 1]
+
+
+def test_group_flags_come_from_the_shape_and_the_node(recipe):
+    ranks = specs(recipe, "tp4-ring")
+    for rank, spec in enumerate(ranks):
+        argv = spec["command"]
+        assert argv[:2] == ["serve", recipe["model_container_path"]]
+        assert flag(argv, "--tensor-parallel-size") == "4" and flag(argv, "--nnodes") == "4"
+        assert flag(argv, "--node-rank") == str(rank)
+        assert flag(argv, "--master-addr") == "192.168.1.11" and flag(argv, "--master-port") == "9999"
+        assert ("--headless" in argv) == (rank != 0)
+        assert flag(argv, "--max-model-len") == "1048576"
+        assert flag(argv, "--max-num-seqs") == "16" and flag(argv, "--max-num-batched-tokens") == "16384"
+        assert flag(argv, "--kv-cache-memory-bytes") == str(topology.SHAPES["tp4-ring"].kv_cache_bytes)
+        assert flag(argv, "--long-prefill-token-threshold") == "16288"
+        assert json.loads(flag(argv, "--speculative-config"))["draft_tensor_parallel_size"] == 4
+        sizes = json.loads(flag(argv, "--compilation-config"))["cudagraph_capture_sizes"]
+        assert sizes[:4] == [1, 2, 4, 8] and sizes[-1] == 96
+    # one recipe for the cluster, one spec per rank
+    assert len({s["labels"]["ds41f.recipe"] for s in ranks}) == 1
+    assert len({s["labels"]["ds41f.spec"] for s in ranks}) == 4
+
+
+def test_triangle_sizes_differ_only_where_the_shape_does(recipe):
+    tri = specs(recipe, "tp3-triangle")[1]["command"]
+    assert flag(tri, "--tensor-parallel-size") == "3" and flag(tri, "--max-num-seqs") == "8"
+    assert flag(tri, "--long-prefill-token-threshold") == "6096"
+    assert json.loads(flag(tri, "--compilation-config"))["cudagraph_capture_sizes"][-1] == 48
+    assert specs(recipe, "tp3-triangle")[0]["labels"]["ds41f.shape"] != specs(recipe, "tp4-ring")[0]["labels"][
+        "ds41f.shape"]
+
+
+def test_recipe_overrides_of_context_and_kv(recipe):
+    recipe = dict(recipe, serve_max_model_len=4096, serve_kv_cache_bytes=64 << 20)
+    argv = specs(recipe, "tp3-triangle-4k")[0]["command"]
+    assert flag(argv, "--max-model-len") == "4096" and flag(argv, "--kv-cache-memory-bytes") == str(64 << 20)
+    # vLLM refuses a long-prefill threshold above the context (seen in the lab: 4048 > 2048)
+    assert flag(specs(dict(recipe, serve_max_model_len=2048), "tp3-triangle-4k")[0]["command"],
+                "--long-prefill-token-threshold") == "2048"
+    with pytest.raises(launch.LaunchError, match="serve_max_model_len"):
+        specs(dict(recipe, serve_max_model_len=300000), "tp3-triangle-4k")
+
+
+def test_a_rendered_flag_in_the_recipe_args_is_refused(recipe):
+    bad = dict(recipe, serve_args=recipe["serve_args"] + ["--tensor-parallel-size", "2"])
+    with pytest.raises(launch.LaunchError, match=r"serve_args\[\d+\]: --tensor-parallel-size"):
+        specs(bad, "tp4-ring")
+
+
+def test_the_container_carries_the_recipe_environment_and_limits(recipe):
+    spec = specs(recipe, "tp4-ring")[2]
+    argv = launch.docker_run(spec, api_key_file="/etc/ds41f/serve/api-key.env")
+    assert argv[:4] == ["docker", "run", "-d", "--name"] and "spark-ds41f" in argv
+    joined = " ".join(argv)
+    for part in ("--network host", "--ipc host", "--gpus all", "--device /dev/infiniband:/dev/infiniband:rwm",
+                 "--cap-add IPC_LOCK", "--ulimit memlock=-1:-1", "--shm-size 16g", "--memory 112g",
+                 "--env-file /etc/ds41f/nccl.env", "--env-file /etc/ds41f/serve/api-key.env",
+                 "--env VLLM_NO_USAGE_STATS=1", "--env HF_HUB_OFFLINE=1",
+                 "--volume %s:%s:ro" % (recipe["model_dir"], recipe["model_container_path"]), "--label ds41f.rank=2"):
+        assert part in joined
+    image = argv.index("spark-ds41f:spark-ds41f-1030")
+    assert argv[image + 1:] == spec["command"]
+    # a rollback pins the image ID instead of the tag
+    assert "sha256:abc" in launch.docker_run(spec, image="sha256:abc")
+
+
+def test_the_filter_reads_hostvars_and_reports_bad_input(recipe):
+    c = cluster("tp3-triangle")
+    shape = c.groupvars()["spark_shape"]
+    spec = serve_filters.launch_spec(recipe, shape, 2, 3, c.head.address)
+    assert spec["rank"] == 2 and "--headless" in spec["command"]
+    assert serve_filters.docker_command(spec).startswith("docker run -d --name spark-ds41f")
+    from ansible.errors import AnsibleFilterError
+    with pytest.raises(AnsibleFilterError, match="serve_image"):
+        serve_filters.launch_spec(dict(recipe, serve_image=""), shape, 0, 3, c.head.address)
+
+
+def test_boot_markers():
+    log = "INFO engine (v0.32.0)\nCPU KV cache size: 65,536 tokens\nWARNING attention: falling back to SDPA\n"
+    assert serve_filters.boot_markers_missing(log, ["KV cache size: [0-9,]+ tokens", "Starting vLLM server"]) == [
+        "Starting vLLM server"]
+    assert serve_filters.boot_markers_found(log, ["(?i)falling back"]) == [
+        "(?i)falling back: WARNING attention: falling back to SDPA"]
+
+
+def test_capture_sizes():
+    assert launch.capture_sizes(48) == [1, 2, 4, 8, 16, 24, 32, 40, 48]
+    assert launch.capture_sizes(6) == [1, 2, 4, 6]
+
+
+def test_lab_recipe_renders(recipe):
+    lab = load_recipe(*sorted((cluster_dir() / "group_vars").glob("*.yml")))
+    argv = specs(lab, "tp3-triangle-4k")[0]["command"]
+    assert flag(argv, "--kv-cache-memory-bytes") == str(64 << 20)
+
+
+def cluster_dir():
+    from conftest import ROOT
+    return ROOT / "molecule" / "serve-lab"

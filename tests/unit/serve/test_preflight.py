@@ -1,0 +1,123 @@
+"""The serve preflight: every refusal names its cause and fix; consent flags lift only their own refusal."""
+
+import pytest
+from conftest import cluster
+from test_launch import specs
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import serve_preflight
+
+IMAGE = "sha256:" + "a" * 64
+OTHER = "sha256:" + "b" * 64
+
+
+def fit_nodes(recipe, shape="tp4-ring", running=None):
+    """Readings of a cluster fit to serve; ``running``: the spec each node already runs (or None)."""
+    c = cluster(shape)
+    out = []
+    for node, spec in zip(c.nodes, specs(recipe, shape), strict=True):
+        found = None
+        if running is not None:
+            found = {"running": True, "image_id": IMAGE, "labels": dict(running[node.rank]["labels"])}
+        out.append({
+            "name": node.name, "rank": node.rank,
+            "node": {"page_size": c.shape.page_size},
+            "serve": {"docker": {"ok": True, "version": "26.1"}, "image_id": IMAGE, "container": found,
+                      "ephemeral_ports": [32768, 60999],
+                      "model": {"dir": "/m", "config": True, "verified": True, "info": "/etc/ds41f/model.json"},
+                      "env_files_missing": []},
+            "spec": spec, "fabric": {"ok": True, "message": ""},
+        })
+    return c, out
+
+
+def settings(**extra):
+    base = {"replace": False, "allow_reshape": False, "unqualified_shape": False, "master_port": 9999,
+            "release": "spark-ds41f-1030", "image": "spark-ds41f:spark-ds41f-1030", "image_id": None}
+    base.update(extra)
+    return base
+
+
+def run(c, nodes, **extra):
+    return serve_preflight.check(nodes, c.groupvars()["spark_shape"], settings(**extra))
+
+
+def test_a_fit_cluster_starts(recipe):
+    c, nodes = fit_nodes(recipe)
+    problems, plan = run(c, nodes)
+    assert problems == [] and plan == {"start": True, "replacing": [], "image_ids": {IMAGE: [n["name"] for n in nodes]}}
+
+
+def test_every_rank_running_its_spec_needs_no_start(recipe):
+    c, nodes = fit_nodes(recipe)
+    c, nodes = fit_nodes(recipe, running=[n["spec"] for n in nodes])
+    problems, plan = run(c, nodes)
+    assert problems == [] and plan["start"] is False
+
+
+@pytest.mark.parametrize("breakage, cause", [
+    (lambda n: n[2]["node"].update(page_size=4096), "dgx3: the running kernel's page size is 4096 bytes, but tp4-ring "
+                                                    "needs 65536. Fix: run the kernel stage"),
+    (lambda n: n[1].update(fabric={"ok": False, "message": "dgx2 enp1s0f1np1 no carrier"}),
+     "dgx2: the fabric check fails (dgx2 enp1s0f1np1 no carrier). Fix: run the fabric stage"),
+    (lambda n: n[3]["serve"].update(image_id=OTHER), "has different IDs across nodes"),
+    (lambda n: n[3]["serve"].update(image_id=None), "dgx4 does not hold the image spark-ds41f:spark-ds41f-1030. "
+                                                    "Fix: run the image stage"),
+    (lambda n: n[0]["serve"]["model"].update(verified=False, info_path=None),
+     "dgx1: the model at /m is not verified (/etc/ds41f/model.json names no verified checkpoint). Fix: run the "
+     "model stage"),
+    (lambda n: n[0]["serve"].update(ephemeral_ports=[9000, 60999]),
+     "serve_master_port 9999 lies inside dgx1's ephemeral port range 9000-60999"),
+    (lambda n: n[1]["serve"].update(env_files_missing=["/etc/ds41f/nccl.env"]),
+     "dgx2: the env file /etc/ds41f/nccl.env is missing. Fix: run the fabric stage"),
+    (lambda n: n[2]["serve"].update(docker={"ok": False, "version": "Cannot connect"}), "dgx3: docker does not answer"),
+])
+def test_each_refusal_names_its_cause(recipe, breakage, cause):
+    c, nodes = fit_nodes(recipe)
+    breakage(nodes)
+    problems, _ = run(c, nodes)
+    assert len(problems) == 1 and cause in problems[0], problems
+
+
+def test_unqualified_shape_needs_consent(recipe):
+    c, nodes = fit_nodes(recipe, "tp3-triangle-4k")
+    problems, _ = run(c, nodes)
+    assert problems == ["tp3-triangle-4k is not qualified for release spark-ds41f-1030 (no release benchmark names "
+                        "it). Fix: set serve_unqualified_shape=true to start it anyway."]
+    assert run(c, nodes, unqualified_shape=True)[0] == []
+
+
+def test_replacing_a_running_engine_needs_consent(recipe):
+    old = dict(recipe, ds41f_release="spark-ds41f-1025")
+    c, nodes = fit_nodes(old)
+    c, nodes = fit_nodes(recipe, running=[n["spec"] for n in nodes])
+    problems, plan = run(c, nodes)
+    assert plan["start"] and plan["replacing"] == ["dgx1", "dgx2", "dgx3", "dgx4"]
+    assert len(problems) == 4 and "dgx1 already runs spark-ds41f (release spark-ds41f-1025" in problems[0]
+    assert "Fix: set serve_replace=true" in problems[0]
+    assert run(c, nodes, replace=True)[0] == []
+
+
+def test_a_retagged_image_is_a_new_engine(recipe):
+    c, nodes = fit_nodes(recipe)
+    c, nodes = fit_nodes(recipe, running=[n["spec"] for n in nodes])
+    for node in nodes:
+        node["serve"]["image_id"] = OTHER  # the tag now names another image than the one running
+    problems, plan = run(c, nodes)
+    assert plan["start"] and "image aaaaaaaaaaaa); this start is release spark-ds41f-1030 (image bbbbbbbbbbbb)" in \
+        problems[0]
+
+
+def test_another_shape_needs_reshape_consent_even_with_replace(recipe):
+    c, nodes = fit_nodes(dict(recipe, serve_kv_cache_bytes=1 << 30))  # the running engine had another KV pool
+    c, nodes = fit_nodes(recipe, running=[n["spec"] for n in nodes])
+    problems, _ = run(c, nodes, replace=True)
+    assert len(problems) == 4 and "runs an engine of another shape" in problems[0]
+    assert "Fix: set serve_allow_reshape=true" in problems[0]
+    assert run(c, nodes, replace=True, allow_reshape=True)[0] == []
+
+
+def test_a_rollback_pins_the_image_id(recipe):
+    c, nodes = fit_nodes(recipe)
+    c, nodes = fit_nodes(recipe, running=[n["spec"] for n in nodes])
+    problems, plan = run(c, nodes, image_id=OTHER, replace=True)
+    assert problems == [] and plan["start"]
