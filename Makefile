@@ -16,7 +16,10 @@ $(VENV)/.installed: requirements-dev.txt setup.py
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
+# The lab's inputs (minbase + the lab image lock, vLLM CPU + a tiny model), the 4-node ring, every stage.
 demo: venv
+	ds41f lab image-inputs
+	python -m ds41f.lab.engine build --only site,model
 	ds41f lab up inventories/lab
 	ds41f run site
 

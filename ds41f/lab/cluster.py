@@ -21,6 +21,8 @@ SHARED_MOUNT = "/opt/ds41f-lab"  # read-only host folder (.lab/shared) that stag
 NODE_ARGS = (
     "--privileged", "--cgroupns=private", "--systemd=false",
     "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp", "--stop-timeout", "30",
+    # The engine runs with --ipc host as on a Spark and needs ~160 MiB of /dev/shm (podman's default is 64 MiB).
+    "--shm-size", "1g",
     # /dev/watchdog*: a privileged node sees the host's /dev, and a systemd watchdog setting inside must
     # never arm the host's watchdog.
     "--security-opt", "mask=/proc/sys/vm:/proc/sys/fs:/sys/kernel/mm:/dev/watchdog:/dev/watchdog0",

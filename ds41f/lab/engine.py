@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ds41f import paths
+from ds41f.lab import minbase
 
 ENGINE = paths.LAB_STATE / "shared" / "engine"
 NODE_ENGINE = "/opt/ds41f-lab/engine"  # the same folder inside lab nodes (ds41f.lab.cluster.SHARED_MOUNT)
@@ -56,7 +57,6 @@ TORCH = "torch==2.13.0+cpu"  # the CPU wheel on this disk (pip's find-links); Py
 REMOVE = ("torchvision", "torchaudio", "torchcodec", "triton")
 IMAGE_NAME = "localhost/ds41f-lab-engine"
 IMAGE_TAGS = ("r1", "r2")  # two releases of the lab engine image (rollback tests need two image IDs)
-IMAGE_PACKAGES = ("python3", "libnuma1")  # vLLM's CPU extension links libnuma
 SERVED_NAME = "ds41f-tiny"
 # Small enough for a shared 2-core, 24 GiB machine: 64 MiB of KV holds ~65k tokens of the tiny model.
 SERVE_ARGS = ("--max-model-len", "2048", "--kv-cache-memory-bytes", str(64 << 20), "--enforce-eager")
@@ -80,7 +80,7 @@ def inputs():
     return {
         "site": digest(VLLM, TORCH, REMOVE, VLLM_VERSION, sys.version_info[:2]),
         "model": digest(source_digest("tiny_model.py")),
-        "image": digest(IMAGE_NAME, IMAGE_TAGS, IMAGE_PACKAGES, NODE_ENGINE),  # lab-rank is mounted, not inside
+        "image": digest(IMAGE_NAME, IMAGE_TAGS, minbase.PACKAGES, NODE_ENGINE),  # lab-rank is mounted, not inside
         "bin": source_digest("lab_rank.py", "engine.py"),
     }
 
@@ -189,10 +189,8 @@ def build_image():
     """Debian minbase + python3 + libnuma1 as a docker-archive with two tags (two image IDs)."""
     from ds41f.lab import podman
 
-    rootfs = WORK / "engine-rootfs.tar"
-    log("image: mmdebstrap minbase bookworm + %s (about 1-2 minutes)" % ", ".join(IMAGE_PACKAGES))
-    run(["mmdebstrap", "--variant=minbase", "--include=" + ",".join(IMAGE_PACKAGES),
-         "--customize-hook=chroot \"$1\" apt-get clean", "bookworm", rootfs], "mmdebstrap")
+    # The same root filesystem as the lab's image stage base (minbase + python3 + libnuma1), made once.
+    rootfs, _ = minbase.ensure(log)
     names = []
     for tag in IMAGE_TAGS:
         name = "%s:%s" % (IMAGE_NAME, tag)
@@ -209,7 +207,6 @@ def build_image():
     podman.run("save", "--format", "docker-archive", "-m", "-o", partial, *names)
     partial.replace(IMAGE_ARCHIVE)
     ids = {name: podman.inspect(name, "{{.Id}}") for name in names}
-    rootfs.unlink()
     return {"archive": str(IMAGE_ARCHIVE.relative_to(paths.ROOT)), "ids": ids,
             "size_mb": round(IMAGE_ARCHIVE.stat().st_size / 1e6)}
 

@@ -1,4 +1,4 @@
-"""A minimal Debian root filesystem tarball: the base of the images the lab builds (no registry here).
+"""A minimal Debian root filesystem tarball (minbase + python3): the base of the lab's images (no registry here).
 
 `ds41f lab minbase` (or `python -m ds41f.lab.minbase`) writes .lab/shared/minbase/bookworm.tar once and
 its sha256 beside it; lab nodes see it read-only at /opt/ds41f-lab/minbase/bookworm.tar, where the image
@@ -17,6 +17,9 @@ from ds41f.lab import podman
 from ds41f.paths import LAB_STATE
 
 SUITE = "bookworm"
+# Beyond minbase: what the lab's serving images need to run the lab engine (vLLM CPU, bind-mounted from
+# /opt/ds41f-lab/engine): Debian's python3, and libnuma1 that vLLM's CPU extension links.
+PACKAGES = ("python3", "libnuma1")
 FOLDER = LAB_STATE / "shared" / "minbase"
 TARBALL = FOLDER / ("%s.tar" % SUITE)
 NODE_PATH = "/opt/ds41f-lab/minbase/%s.tar" % SUITE  # the same file inside every lab node
@@ -35,13 +38,15 @@ def sha256(path):
 def ensure(log=print):
     """Return (tarball path, sha256), building the tarball first if it is missing (about a minute)."""
     digest_file = TARBALL.with_suffix(".tar.sha256")
-    if TARBALL.exists() and digest_file.exists():
+    stamp = TARBALL.with_suffix(".tar.packages")  # what the tarball was made with: a new package list remakes it
+    if TARBALL.exists() and digest_file.exists() and stamp.exists() and stamp.read_text() == ",".join(PACKAGES):
         return TARBALL, digest_file.read_text().split()[0]
     FOLDER.mkdir(parents=True, exist_ok=True)
     partial = TARBALL.with_suffix(".tar.partial")
     log("lab: building the %s minbase tarball (about a minute)" % SUITE)
     start = time.monotonic()
-    proc = subprocess.run(["mmdebstrap", "--variant=minbase", "--format=tar", SUITE, str(partial)],
+    proc = subprocess.run(["mmdebstrap", "--variant=minbase", "--include=" + ",".join(PACKAGES),
+                           "--customize-hook=chroot \"$1\" apt-get clean", "--format=tar", SUITE, str(partial)],
                           env=dict(os.environ, SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH),
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
@@ -51,6 +56,7 @@ def ensure(log=print):
     digest = sha256(partial)
     partial.rename(TARBALL)
     digest_file.write_text("%s  %s\n" % (digest, TARBALL.name))
+    stamp.write_text(",".join(PACKAGES))
     log("lab: %s (%d MB, sha256 %s) in %.0f s" % (TARBALL, TARBALL.stat().st_size >> 20, digest[:12],
                                                   time.monotonic() - start))
     return TARBALL, digest

@@ -48,4 +48,6 @@ class ActionModule(ActionBase):
                 " (replacing the engine on %s)" % ", ".join(plan["replacing"]) if plan["replacing"] else "")
         else:
             result["msg"] = "preflight passed: every rank already runs its launch spec"
+        if plan.get("unchecked") and not problems:
+            result["msg"] += "; not checked here: %s" % "; ".join(plan["unchecked"])
         return result

@@ -44,7 +44,18 @@ def run(c, nodes, **extra):
 def test_a_fit_cluster_starts(recipe):
     c, nodes = fit_nodes(recipe)
     problems, plan = run(c, nodes)
-    assert problems == [] and plan == {"start": True, "replacing": [], "image_ids": {IMAGE: [n["name"] for n in nodes]}}
+    assert problems == [] and plan == {"start": True, "replacing": [], "image_ids": {IMAGE: [n["name"] for n in nodes]},
+                                       "unchecked": []}
+
+
+def test_a_lab_container_reads_the_hosts_kernel_so_its_page_size_is_named_unchecked(recipe):
+    c, nodes = fit_nodes(recipe)
+    for node in nodes:
+        node["node"] = {"page_size": 4096, "container": "podman"}
+    problems, plan = run(c, nodes)
+    assert problems == []
+    assert plan["unchecked"][0] == "dgx1: page size (a podman container runs the host's kernel)"
+    assert len(plan["unchecked"]) == 4
 
 
 def test_every_rank_running_its_spec_needs_no_start(recipe):
