@@ -4,9 +4,9 @@ recorded `systemctl show`, the NVMe coalescing reading, and the GRUB snippet tha
 import subprocess
 
 import pytest
-from conftest import FIXTURES, ROOT
 
 from ansible_collections.dgxspark.ds41f.plugins.modules import spark_tuning, sysctl_file, unit_policy
+from tests.conftest import FIXTURES, ROOT
 
 BOOT = FIXTURES / "boot"
 

@@ -1,8 +1,7 @@
 """GRUB, grubenv, GRUB_DEFAULT and /proc/cmdline readers against recorded files (tests/fixtures/boot)."""
 
-from conftest import FIXTURES
-
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import boot
+from tests.conftest import FIXTURES
 
 BOOT = FIXTURES / "boot"
 SPARK_UUID = "7ca20240-3f1d-4c4a-888b-efdb1e5e2023"

@@ -1,10 +1,10 @@
 """The kernel stage's decisions: which entry to pin, when to trial, what a gate says, what to roll back."""
 
 import pytest
-from conftest import FIXTURES
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import kernel_plan
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import boot
+from tests.conftest import FIXTURES
 
 STOCK, TARGET = "7.0.0-1019-nvidia", "7.0.0-1019-nvidia-64k"
 ENTRIES = boot.parse_grub_cfg((FIXTURES / "boot" / "grub-spark-two-kernels.constructed.cfg").read_text())

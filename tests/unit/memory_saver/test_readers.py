@@ -1,10 +1,10 @@
 """`dkms status`, `mokutil` and modinfo readers against recorded outputs (tests/fixtures/{dkms,mok,modinfo})."""
 
 import pytest
-from conftest import FIXTURES
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import dkms, kmod, mok
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Host
+from tests.conftest import FIXTURES
 
 DKMS = FIXTURES / "dkms"
 MOK = FIXTURES / "mok"

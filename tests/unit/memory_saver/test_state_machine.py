@@ -6,11 +6,11 @@ never passed through (added-only, built-only, another driver loaded, an unenroll
 """
 
 import pytest
-from conftest import FIXTURES
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import memory_saver_state as ms
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import dkms, kmod, mok, platform
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Host
+from tests.conftest import FIXTURES
 
 K64, K4 = "7.0.0-1019-nvidia-64k", "7.0.0-1019-nvidia"
 WANT = {"package": "dgx-spark-memory-saver", "version": "0.2.0", "kernel": K64, "driver": "580.178.04",

@@ -1,8 +1,7 @@
 """Fragmentation readings parsed from recorded e2fsprogs output (tests/fixtures/fragmentation/SOURCE.md)."""
 
-from conftest import FIXTURES
-
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import fragmentation as frag
+from tests.conftest import FIXTURES
 
 HERE = FIXTURES / "fragmentation"
 

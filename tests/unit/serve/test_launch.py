@@ -3,10 +3,11 @@
 import json
 
 import pytest
-from conftest import cluster, load_recipe
 
 from ansible_collections.dgxspark.ds41f.plugins.filter import serve as serve_filters
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import launch, topology
+
+from .conftest import cluster, load_recipe
 
 
 def specs(values, shape):

@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-from conftest import ROOT
+from .conftest import ROOT
 
 GUARD = ROOT / "roles" / "serve" / "files" / "ds41f-memguard.py"
 MEMINFO = "MemTotal:       24684088 kB\nMemFree:         1234567 kB\nMemAvailable:    %d kB\n"

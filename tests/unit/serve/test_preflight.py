@@ -1,10 +1,11 @@
 """The serve preflight: every refusal names its cause and fix; consent flags lift only their own refusal."""
 
 import pytest
-from conftest import cluster
-from test_launch import specs
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import serve_preflight
+
+from .conftest import cluster
+from .test_launch import specs
 
 IMAGE = "sha256:" + "a" * 64
 OTHER = "sha256:" + "b" * 64

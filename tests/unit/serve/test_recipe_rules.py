@@ -1,8 +1,8 @@
 """Serve rules the validation play checks on the controller: the recipe as shipped passes, bad guards fail."""
 
-from conftest import cluster, load_recipe
-
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import recipe as recipe_rules
+
+from .conftest import cluster, load_recipe
 
 
 def test_the_shipped_recipe_passes_for_every_shape():

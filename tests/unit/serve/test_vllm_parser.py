@@ -11,11 +11,12 @@ import subprocess
 import sys
 
 import pytest
-from conftest import load_recipe
-from test_launch import specs
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import topology
 from ds41f.lab import engine
+
+from .conftest import load_recipe
+from .test_launch import specs
 
 
 def strip_flags(argv, flags):
