@@ -1,0 +1,179 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: managed_files
+short_description: Converge a set of small configuration files in one call
+version_added: 0.1.0
+description:
+  - Reads every listed file (content, mode, owner, group) and writes only those that differ, creating missing
+    parent folders; with O(state=absent) removes the files that exist.
+  - One call per node for a stage's files instead of one task per file, with a diff and a drift entry per file
+    (the first line that differs), so a run over many files stays fast and its report stays readable.
+  - Each file's C(template) is rendered on the controller by the action plugin, from the role's C(templates/)
+    with the task's variables plus the file's own C(vars); or the file gives its C(content) directly.
+  - A file with C(validate) (a command with C(%s)) is checked in a temporary file beside it before it replaces
+    the old one; a file that does not validate fails the task and is never put in place.
+options:
+  files:
+    description: The files; each has C(path), C(template) or C(content), and optionally C(mode) (default
+      C(0644)), C(owner), C(group) (default C(root)), C(validate) and C(vars).
+    type: list
+    elements: dict
+    required: true
+  state:
+    description: C(present) writes the files, C(absent) removes them.
+    type: str
+    choices: [present, absent]
+    default: present
+  directory_mode:
+    description: The mode of parent folders it creates.
+    type: str
+    default: "0755"
+attributes:
+  check_mode:
+    support: full
+    description: Reads and compares only; nothing is written or validated.
+  diff_mode:
+    support: full
+    description: One diff per file that differs.
+  idempotent:
+    support: full
+    description: A second run finds every file as wanted.
+  action:
+    support: full
+    description: The action plugin renders templates on the controller.
+author:
+  - ds41f maintainers
+"""
+
+EXAMPLES = r"""
+- name: Recovery files
+  dgxspark.ds41f.managed_files:
+    files:
+      - {path: /etc/ssh/sshd_config.d/01-ds41f-recovery.conf, template: sshd.conf.j2, validate: /usr/sbin/sshd -t -f %s}
+      - {path: /usr/local/libexec/ds41f-management-health, template: management-health.sh.j2, mode: "0755"}
+  register: written
+"""
+
+RETURN = r"""
+changed_paths:
+  description: The files written, re-moded or removed (or that would be, in check mode).
+  returned: always
+  type: list
+  elements: str
+actions:
+  description: What was done (or would be, in check mode).
+  returned: always
+  type: list
+  elements: str
+drift:
+  description: One entry per file that differs (setting, expected, found, fix).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+import grp
+import os
+import pwd
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
+
+FILE_KEYS = ("path", "content", "mode", "owner", "group", "validate")
+
+
+def read(path):
+    """(content or None, mode string, owner, group) of a file as it is now."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            content = handle.read()
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return None, None, None, None
+    owner, group = pwd.getpwuid(stat.st_uid).pw_name, grp.getgrgid(stat.st_gid).gr_name
+    return content, "%04o" % (stat.st_mode & 0o7777), owner, group
+
+
+def first_difference(want, have):
+    """The first line that differs, as (expected, found): what the drift table shows."""
+    if have is None:
+        return "present", "absent"
+    a, b = want.splitlines(), have.splitlines()
+    for i in range(max(len(a), len(b))):
+        x, y = (a[i] if i < len(a) else "(end)"), (b[i] if i < len(b) else "(end)")
+        if x != y:
+            return "line %d: %s" % (i + 1, x), "line %d: %s" % (i + 1, y)
+    return "(same lines)", "(whitespace differs)"
+
+
+def write(module, spec, directory_mode):
+    path = spec["path"]
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        os.makedirs(folder, mode=int(directory_mode, 8))
+    fd, temp = tempfile.mkstemp(dir=folder, prefix=".ds41f-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(spec["content"])
+        if spec.get("validate"):
+            rc, out, err = module.run_command(spec["validate"] % temp)
+            if rc != 0:
+                module.fail_json(msg="%s does not validate (%s): %s. Nothing was put in place." % (
+                    path, spec["validate"] % path, (err or out).strip()))
+        os.chmod(temp, int(spec["mode"], 8))
+        os.chown(temp, pwd.getpwnam(spec["owner"]).pw_uid, grp.getgrnam(spec["group"]).gr_gid)
+        os.replace(temp, path)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+
+
+def set_attributes(spec):
+    os.chmod(spec["path"], int(spec["mode"], 8))
+    os.chown(spec["path"], pwd.getpwnam(spec["owner"]).pw_uid, grp.getgrnam(spec["group"]).gr_gid)
+
+
+def main():
+    module = AnsibleModule(argument_spec={
+        "files": {"type": "list", "elements": "dict", "required": True},
+        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+        "directory_mode": {"type": "str", "default": "0755"},
+    }, supports_check_mode=True)
+    plan = Plan(module)
+    changed = []
+    for raw in module.params["files"]:
+        spec = {"mode": "0644", "owner": "root", "group": "root", "validate": None, "content": None}
+        spec.update({k: v for k, v in raw.items() if v is not None and k in FILE_KEYS})
+        if "path" not in spec or (module.params["state"] == "present" and spec["content"] is None):
+            module.fail_json(msg="every file needs a path and (to be present) a content or template: %r" % raw)
+        spec["mode"] = "%04o" % int(str(spec["mode"]), 8)
+        path = spec["path"]
+        content, mode, owner, group = read(path)
+        if module.params["state"] == "absent":
+            if content is not None:
+                plan.change(path, None, "present", "remove %s" % path, lambda p=path: os.unlink(p))
+                changed.append(path)
+            continue
+        if content != spec["content"]:
+            expected, found = first_difference(spec["content"], content)
+            plan.change(path, expected, found, "write %s" % path,
+                        lambda s=spec: write(module, s, module.params["directory_mode"]))
+            plan.diffs[-1].update(before=content or "", after=spec["content"])
+            changed.append(path)
+        elif (mode, owner, group) != (spec["mode"], spec["owner"], spec["group"]):
+            plan.change("%s attributes" % path, "%s %s:%s" % (spec["mode"], spec["owner"], spec["group"]),
+                        "%s %s:%s" % (mode, owner, group), "chmod/chown %s" % path,
+                        lambda s=spec: set_attributes(s))
+            changed.append(path)
+    module.exit_json(**plan.result(changed_paths=changed))
+
+
+if __name__ == "__main__":
+    main()
