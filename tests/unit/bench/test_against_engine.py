@@ -87,12 +87,16 @@ def test_samples_wait_until_the_engine_is_idle(server):
     args = cli.parser().parse_args(["bench"])
 
     async def scenario():
-        body = {"model": server.model, "messages": [{"role": "user", "content": "go"}], "max_tokens": 400,
-                "min_tokens": 400, "ignore_eos": True}
+        # As long as the context allows, so even a fast machine is still decoding when /metrics is read.
+        body = {"model": server.model, "messages": [{"role": "user", "content": "go"}], "max_tokens": 2000,
+                "min_tokens": 2000, "ignore_eos": True}
+        finished_before = (await client.engine_load(server.url))[2]
         foreign = asyncio.ensure_future(client.chat_stream(server.url, body))
         while (await client.engine_load(server.url))[0] == 0:
-            await asyncio.sleep(0.05)
-        await runner.Bench(server.url, server.model, args, log=lambda m: None).idle()
-        return foreign.done()
+            assert not foreign.done(), "the foreign request ended before /metrics ever showed it running"
+            await asyncio.sleep(0.01)
+        finished_at_idle = await runner.Bench(server.url, server.model, args, log=lambda m: None).idle()
+        await foreign
+        return finished_at_idle - finished_before
 
-    assert asyncio.run(scenario())
+    assert asyncio.run(asyncio.wait_for(scenario(), 240)) == 1  # returned only after the engine finished it
