@@ -27,16 +27,7 @@ options:
     description: The node's name in the site file, used in messages.
     type: str
     required: true
-attributes:
-  check_mode:
-    support: full
-    description: Reads only; the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing.
-  idempotent:
-    support: full
-    description: Reads only.
+extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
   - ds41f maintainers
 """

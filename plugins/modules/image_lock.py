@@ -20,16 +20,7 @@ options:
     description: The lock file; a relative path is read from the collection root.
     type: str
     required: true
-attributes:
-  check_mode:
-    support: full
-    description: Reads only.
-  diff_mode:
-    support: none
-    description: Changes nothing.
-  idempotent:
-    support: full
-    description: Reads only.
+extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
   - ds41f maintainers
 """

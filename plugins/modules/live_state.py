@@ -40,16 +40,7 @@ options:
   model_info:
     description: The model stage's record of the checkpoint (JSON with C(manifest_digest)), compared across nodes.
     type: path
-attributes:
-  check_mode:
-    support: full
-    description: Reads only; the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing.
-  idempotent:
-    support: full
-    description: Reads only.
+extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
   - ds41f maintainers
 """

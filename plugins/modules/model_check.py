@@ -37,16 +37,7 @@ options:
     description: Files hashed at once.
     type: int
     default: 8
-attributes:
-  check_mode:
-    support: full
-    description: Reads only.
-  diff_mode:
-    support: none
-    description: Changes nothing.
-  idempotent:
-    support: full
-    description: Reads only.
+extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
   - ds41f maintainers
 """

@@ -24,16 +24,7 @@ options:
     description: The manifest; its files are the ones read.
     type: dict
     required: true
-attributes:
-  check_mode:
-    support: full
-    description: Reads only.
-  diff_mode:
-    support: none
-    description: Changes nothing.
-  idempotent:
-    support: full
-    description: Reads only.
+extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
   - ds41f maintainers
 """

@@ -15,16 +15,7 @@ description:
   - Returns them as the fact C(ds41f_node); the site stage compares them across nodes.
   - A reading that does not exist on this node (no driver in a lab container) is C(null), never invented.
 options: {}
-attributes:
-  check_mode:
-    support: full
-    description: Reads only; the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing.
-  idempotent:
-    support: full
-    description: Reads only.
+extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
   - ds41f maintainers
 """

@@ -47,16 +47,7 @@ options:
     type: list
     elements: path
     default: []
-attributes:
-  check_mode:
-    support: full
-    description: Reads only; the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing.
-  idempotent:
-    support: full
-    description: Reads only.
+extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
   - ds41f maintainers
 """

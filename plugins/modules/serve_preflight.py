@@ -55,16 +55,8 @@ options:
         its fact C(serve_fabric_verdict), which the serve role sets from M(dgxspark.ds41f.fabric_check).
     type: bool
     default: true
+extends_documentation_fragment: [dgxspark.ds41f.read_only]
 attributes:
-  check_mode:
-    support: full
-    description: Reads only; the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing.
-  idempotent:
-    support: full
-    description: Reads only.
   action:
     support: full
     description: Runs as an action plugin on the controller.

@@ -1,0 +1,16 @@
+"""The attributes of a module that only reads: one wording for all of them."""
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = r"""
+attributes:
+  check_mode:
+    support: full
+    description: Reads only; the same in check mode.
+  diff_mode:
+    support: none
+    description: Changes nothing.
+  idempotent:
+    support: full
+    description: Reads only.
+"""
