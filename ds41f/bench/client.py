@@ -101,6 +101,13 @@ async def get_text(url, timeout=30, api_key=None):
     return data.decode()
 
 
+async def count_tokens(base_url, model, messages, api_key=None):
+    """Prompt tokens of chat messages by the server's /tokenize (vLLM and SGLang have one); None without it."""
+    status, data = await request(base_url.rstrip("/") + "/tokenize", "POST", {"model": model, "messages": messages},
+                                 timeout=60, api_key=api_key)
+    return json.loads(data).get("count") if status == 200 else None
+
+
 async def chat_stream(base_url, body, timeout=600, api_key=None):
     """One streamed chat completion. Returns its timings, text and usage.
 

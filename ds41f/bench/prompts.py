@@ -7,7 +7,6 @@ filler phrase, which a model with n-gram or prefix caches reads faster than real
 from __future__ import annotations
 
 import sysconfig
-import uuid
 from pathlib import Path
 
 PROSE = [
@@ -68,10 +67,11 @@ def source_text(min_chars):
     return "".join(parts)
 
 
-def prefill_messages(tokens, chars_per_token, offset, unique=True):
-    """A prompt of about ``tokens`` tokens of source text; a unique first line defeats every prefix cache."""
+def prefill_messages(tokens, chars_per_token, offset, tag):
+    """A prompt of about ``tokens`` tokens of source text; a first line naming a unique ``tag`` defeats every
+    prefix cache."""
     want = int(tokens * chars_per_token)
     text = source_text(offset + want + 1)
     body = text[offset:offset + want]
-    head = "Request %s. Summarise the following source code.\n" % (uuid.uuid4().hex if unique else "replay")
+    head = "Request %s. Summarise the following source code.\n" % tag
     return [{"role": "user", "content": head + body}]

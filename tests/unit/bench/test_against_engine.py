@@ -60,8 +60,8 @@ def test_a_run_measures_every_point_from_usage_and_draws_its_charts(server, tmp_
     for s in points["decode/prose/nothink/c4"]["samples"]:  # exactly max_tokens per stream, counted by usage
         assert s["completion_tokens"] == 4 * 24 and s["streams"] == 4
         assert s["decode_window_tps"] > 0 and s["ttft_s"] > 0
-    prompt_tokens = points["prefill/1024"]["prompt_tokens"]["mean"]
-    assert abs(prompt_tokens - 1024) < 130  # real text, aimed at 1024 tokens
+    for asked in (256, 1024):  # real text, cut to length by the server's /tokenize count
+        assert abs(points["prefill/%d" % asked]["prompt_tokens"]["mean"] - asked) < asked * 0.03
     assert report["prefix"]["runs"][0]["run"] == "cold" and report["prefix"]["tokens"] > 700
     assert {p.name for p in out.iterdir()} >= {"bench.json", "decode.png", "prefill.png"}
 
@@ -85,18 +85,24 @@ def test_a_run_measures_every_point_from_usage_and_draws_its_charts(server, tmp_
 def test_samples_wait_until_the_engine_is_idle(server):
     """A foreign request is running: the idle gate returns only once the engine reports it finished."""
     args = cli.parser().parse_args(["bench"])
+    # As long as the context allows. On a busy 2-core machine the server can answer /metrics only after the
+    # request ended, so the scenario starts again (5 tries) until /metrics has shown the request running.
+    body = {"model": server.model, "messages": [{"role": "user", "content": "go"}], "max_tokens": 2000,
+            "min_tokens": 2000, "ignore_eos": True}
 
     async def scenario():
-        # As long as the context allows, so even a fast machine is still decoding when /metrics is read.
-        body = {"model": server.model, "messages": [{"role": "user", "content": "go"}], "max_tokens": 2000,
-                "min_tokens": 2000, "ignore_eos": True}
         finished_before = (await client.engine_load(server.url))[2]
         foreign = asyncio.ensure_future(client.chat_stream(server.url, body))
         while (await client.engine_load(server.url))[0] == 0:
-            assert not foreign.done(), "the foreign request ended before /metrics ever showed it running"
+            if foreign.done():
+                return None
             await asyncio.sleep(0.01)
         finished_at_idle = await runner.Bench(server.url, server.model, args, log=lambda m: None).idle()
         await foreign
         return finished_at_idle - finished_before
 
-    assert asyncio.run(asyncio.wait_for(scenario(), 240)) == 1  # returned only after the engine finished it
+    for _ in range(5):
+        finished = asyncio.run(asyncio.wait_for(scenario(), 240))
+        if finished is not None:
+            break
+    assert finished == 1, "the idle gate returned before the foreign request finished (or /metrics never showed it)"

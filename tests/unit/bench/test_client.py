@@ -1,6 +1,9 @@
 """The client's parsing of HTTP bodies, server-sent events and /metrics, fed real byte streams."""
 
 import asyncio
+import http.server
+import threading
+from types import SimpleNamespace
 
 from ds41f.bench import client, runner
 
@@ -50,3 +53,29 @@ def test_decode_metrics_use_usage_tokens_and_the_decode_window():
     assert m["tps"] == 202 / 5.0
     assert m["decode_window_tps"] == 200 / 4.5  # tokens after each first, from the earliest first to the last
     assert m["ttft_s"] == (0.5 + 0.9) / 2
+
+
+def test_without_tokenize_prompts_are_sized_by_the_running_ratio():
+    """A server that answers /tokenize with 404: asked once, then the characters-per-token ratio sizes prompts."""
+    asked = []
+
+    class NoTokenize(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the handler's protocol name
+            asked.append(self.path)
+            self.send_error(404)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NoTokenize)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        bench = runner.Bench("http://127.0.0.1:%d" % server.server_port, "m", SimpleNamespace(api_key=None))
+        first = asyncio.run(bench.prefill_prompt(1000))
+        second = asyncio.run(bench.prefill_prompt(1000))
+    finally:
+        server.shutdown()
+    assert asked == ["/tokenize"] and not bench.can_tokenize
+    for messages in (first, second):
+        body = messages[0]["content"].split("\n", 1)[1]
+        assert len(body) == int(1000 * runner.CHARS_PER_TOKEN)
