@@ -1,4 +1,5 @@
-"""The attributes of a module that only reads: one wording for all of them."""
+"""The attributes of a module that only reads: one wording for all of them (a module may still say in its own
+attributes what its check mode reads; its entry replaces the fragment's)."""
 
 
 class ModuleDocFragment:

@@ -41,16 +41,11 @@ options:
     type: list
     elements: str
     default: [VLLM_API_KEY]
+extends_documentation_fragment: [dgxspark.ds41f.read_only]
 attributes:
   check_mode:
     support: full
     description: Compares registered readings only; the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing.
-  idempotent:
-    support: full
-    description: Reads only.
   action:
     support: full
     description: Runs as an action plugin on the controller.

@@ -18,16 +18,11 @@ options:
   report_dir:
     description: The callback's report folder; defaults to C($DS41F_REPORT_DIR), else C(reports/doctor).
     type: path
+extends_documentation_fragment: [dgxspark.ds41f.read_only]
 attributes:
   check_mode:
     support: full
     description: Reads a file on the controller only; the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing.
-  idempotent:
-    support: full
-    description: Reads only.
   action:
     support: full
     description: Runs as an action plugin on the controller.

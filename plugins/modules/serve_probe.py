@@ -43,16 +43,11 @@ options:
     description: Seconds between looks.
     type: float
     default: 1.0
+extends_documentation_fragment: [dgxspark.ds41f.read_only]
 attributes:
   check_mode:
     support: full
     description: Looks once; never waits.
-  diff_mode:
-    support: none
-    description: Changes nothing.
-  idempotent:
-    support: full
-    description: Reads only.
 author:
   - ds41f maintainers
 """
