@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
+import json
 import sys
 import time
 from pathlib import Path
 
-from ds41f import paths
+import ds41f
+from ds41f import paths, runs
+
+EXIT_CODES = """exit status:
+  0      ok
+  1      a check found errors (ds41f doctor: an error in the drift table; ds41f status: a node or the head's
+         API is not as it should be; ds41f logs: a rank has no engine log)
+  2      bad usage or input (an unknown stage or option, no inventory, a bad site or recipe)
+  other  ds41f run passes ansible-playbook's own status through unchanged (2: a task failed on a host,
+         4: a host was unreachable or a file did not parse, 5: bad options, 99: interrupted, 250: unexpected);
+         so do doctor, status, logs and render when their playbook cannot get as far as their check.
+
+what follows `--` goes to ansible-playbook as it is, e.g.
+  ds41f run site -- --tags fabric,serve --skip-tags model -v --forks 8 --start-at-task "Start the head's rank"
+every ansible-playbook run prints where its artifacts are (.ansible/runs/<time>-<name>-<pid>/artifacts:
+stdout, job_events/, rc, command)."""
 
 
 def stages():
@@ -56,6 +70,12 @@ def cmd_lab(args):
     except podman.LabError as exc:
         print("ds41f lab: %s" % exc, file=sys.stderr)
         return 2
+    except FileNotFoundError as exc:  # a tool the lab runs (podman, mmdebstrap, ip, ssh-keygen) is not installed
+        from ds41f.lab import prereqs
+
+        print("ds41f lab: %s is not installed. Fix: %s (or make demo, which installs what is missing)" % (
+            exc.filename, prereqs.fix_for(exc.filename)), file=sys.stderr)
+        return 2
     return 0
 
 
@@ -63,7 +83,8 @@ def parse_end(text):
     """'dgx2:1' -> ('dgx2', 1)."""
     node, _, port = text.partition(":")
     if not node or port not in ("0", "1"):
-        raise SystemExit("ds41f lab cable: %r is not NODE:PORT (port 0 or 1)." % text)
+        print("ds41f lab cable: %r is not NODE:PORT (port 0 or 1)." % text, file=sys.stderr)
+        raise SystemExit(2)
     return node, int(port)
 
 
@@ -74,43 +95,23 @@ def inventory_for(args):
     name = args.lab or "lab"
     state = paths.LAB_STATE / name
     if not (state / "inventory").exists():
-        raise SystemExit("ds41f run: no inventory given and no lab %r is up. Fix: -i inventories/<site> "
-                         "or ds41f lab up inventories/lab" % name)
+        print("ds41f %s: no inventory given and no lab %r is up. Fix: -i inventories/<site> or ds41f lab up "
+              "inventories/lab" % (args.cmd, name), file=sys.stderr)
+        raise SystemExit(2)
     # Lab nodes of different labs share host names (dgx1...): keep their cached facts apart.
     return [str(state / "inventory")], {"ANSIBLE_CACHE_PLUGIN_CONNECTION": str(state / "facts")}
 
 
 def cmd_run(args):
-    import ansible_runner
-
+    """One stage playbook with exactly this call's flags (ds41f/runs.py): nothing of an earlier call is replayed."""
     if args.stage not in stages():
         print("ds41f run: no stage %r. Stages: %s" % (args.stage, ", ".join(stages())), file=sys.stderr)
         return 2
-    cmdline = []
-    if args.check:
-        cmdline.append("--check")
-    if args.diff:
-        cmdline.append("--diff")
-    if args.limit:
-        cmdline += ["--limit", args.limit]
-    for extra in args.extra_vars or []:
-        cmdline += ["-e", extra]
     inventory, env = inventory_for(args)
-    # The ansible tools installed beside this Python, also when ds41f is called without activating its venv.
-    os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
-    runner_dir = paths.ROOT / ".ansible" / "runner"
-    runner_dir.mkdir(parents=True, exist_ok=True)
-    start = time.monotonic()
-    result = ansible_runner.run(
-        private_data_dir=str(runner_dir),
-        project_dir=str(paths.ROOT),
-        playbook=str(paths.PLAYBOOKS / (args.stage + ".yml")),
-        inventory=inventory,
-        cmdline=" ".join(cmdline) or None,
-        envvars=dict(env, ANSIBLE_CONFIG=str(paths.ROOT / "ansible.cfg")),
-        quiet=False,
-    )
-    print("ds41f run %s: %s in %.0f s" % (args.stage, result.status, time.monotonic() - start))
+    argv = runs.playbook_argv(paths.PLAYBOOKS / (args.stage + ".yml"), inventory, check=args.check, diff=args.diff,
+                              limit=args.limit, extra_vars=args.extra_vars, passthrough=args.passthrough)
+    result = runs.run_playbook(args.stage, argv, env)
+    print("ds41f run %s: exit %d in %.0f s; %s" % (args.stage, result.rc, result.seconds, result.where()))
     return result.rc
 
 
@@ -121,22 +122,54 @@ def doctor_env(report_dir):
             "ANSIBLE_CALLBACKS_ENABLED": "dgxspark.ds41f.drift_report", "DS41F_REPORT_DIR": str(report_dir)}
 
 
+def doctor_errors(report):
+    """Errors counted in the doctor's report (doctor.json), or None when it wrote none."""
+    try:
+        return int(json.loads((report / "doctor.json").read_text())["counts"]["error"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def cmd_doctor(args):
-    """doctor.yml in check mode with the drift_report callback; its exit status is the doctor's verdict."""
+    """doctor.yml in check mode with the drift_report callback: exit 1 when its table holds an error, else
+    ansible-playbook's own status."""
     inventory, env = inventory_for(args)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     report = Path(args.report_dir or paths.ROOT / "reports" / "doctor" / stamp).resolve()
-    argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "--check",
-            str(paths.PLAYBOOKS / "doctor.yml")]
-    for inv in inventory:
-        argv += ["-i", inv]
-    for flag, value in (("--limit", args.limit), ("--tags", args.tags), ("--skip-tags", args.skip_tags)):
+    passthrough = list(args.passthrough)
+    for flag, value in (("--tags", args.tags), ("--skip-tags", args.skip_tags)):
         if value:
-            argv += [flag, value]
-    for extra in args.extra_vars or []:
-        argv += ["-e", extra]
-    env = dict(os.environ, **env, **doctor_env(report), ANSIBLE_CONFIG=str(paths.ROOT / "ansible.cfg"))
-    return subprocess.run(argv, env=env, cwd=str(paths.ROOT)).returncode
+            passthrough += [flag, value]
+    argv = [runs.tool("ansible-playbook")] + runs.playbook_argv(
+        paths.PLAYBOOKS / "doctor.yml", inventory, check=True, limit=args.limit, extra_vars=args.extra_vars,
+        passthrough=passthrough)
+    result = runs.run_tee("doctor", argv, dict(env, **doctor_env(report)))
+    errors = doctor_errors(report)
+    rc = 1 if errors else result.rc
+    print("ds41f doctor: exit %d in %.0f s; report: %s; %s" % (rc, result.seconds, report, result.where()))
+    return rc
+
+
+def cmd_status(args):
+    from ds41f.day2 import status
+
+    return status.main(*inventory_for(args), limit=args.limit, passthrough=args.passthrough)
+
+
+def cmd_logs(args):
+    from ds41f.day2 import logs
+
+    if args.lines < 0:
+        print("ds41f logs: --lines %d: give 0 or more lines." % args.lines, file=sys.stderr)
+        return 2
+    return logs.main(*inventory_for(args), node=args.node, lines=args.lines, follow_on=args.follow,
+                     passthrough=args.passthrough)
+
+
+def cmd_render(args):
+    from ds41f.day2 import render
+
+    return render.main(*inventory_for(args), node=args.node, one_line=args.one_line, passthrough=args.passthrough)
 
 
 def cmd_picture(args):
@@ -158,8 +191,27 @@ def cmd_bench(args):
     return bench_cli.run(args)
 
 
+def where(command):
+    """-i and --lab: which cluster."""
+    command.add_argument("-i", "--inventory", action="append", help="inventory (default: the lab's)")
+    command.add_argument("--lab", help="use the inventory of this lab (default: lab)")
+
+
+def versions():
+    from importlib import metadata
+
+    try:
+        core = metadata.version("ansible-core")
+    except metadata.PackageNotFoundError:
+        core = "not installed"
+    return "ds41f %s (collection dgxspark.ds41f, ansible-core %s, Python %s)" % (
+        ds41f.__version__, core, sys.version.split()[0])
+
+
 def parser():
-    p = argparse.ArgumentParser(prog="ds41f", description=__doc__)
+    p = argparse.ArgumentParser(prog="ds41f", description=__doc__, epilog=EXIT_CODES,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=versions())
     sub = p.add_subparsers(dest="cmd", required=True)
 
     lab = sub.add_parser("lab", help="the local container cluster")
@@ -180,27 +232,47 @@ def parser():
     status.add_argument("name", nargs="?")
     lab.set_defaults(func=cmd_lab)
 
-    run = sub.add_parser("run", help="run one stage playbook (or site for all)")
+    run = sub.add_parser("run", help="run one stage playbook (or site for all)",
+                         epilog="after `--`: ansible-playbook's own flags, e.g. -- --tags fabric -v")
     run.add_argument("stage")
-    run.add_argument("-i", "--inventory", action="append", help="inventory (default: the lab's)")
-    run.add_argument("--lab", help="use the inventory of this lab (default: lab)")
+    where(run)
     run.add_argument("--check", action="store_true")
     run.add_argument("--diff", action="store_true")
     run.add_argument("--limit")
-    run.add_argument("-e", "--extra-vars", action="append")
+    run.add_argument("-e", "--extra-vars", action="append", default=[],
+                     help="as ansible-playbook takes it (JSON, key=value or @file), once per -e")
     run.set_defaults(func=cmd_run)
 
     doctor = sub.add_parser("doctor", help="every stage in check mode plus live checks: one drift table, "
-                                           "non-zero exit on any error; changes nothing")
-    doctor.add_argument("-i", "--inventory", action="append", help="inventory (default: the lab's)")
-    doctor.add_argument("--lab", help="use the inventory of this lab (default: lab)")
+                                           "exit 1 on any error; changes nothing")
+    where(doctor)
     doctor.add_argument("--limit")
     doctor.add_argument("--tags", help="only these stages (site.yml tags them by name), e.g. fabric,serve")
     doctor.add_argument("--skip-tags", help="leave these stages out, e.g. model,image")
-    doctor.add_argument("-e", "--extra-vars", action="append")
+    doctor.add_argument("-e", "--extra-vars", action="append", default=[])
     doctor.add_argument("--report-dir", help="where doctor.json, doctor.md and topology.svg/png go "
                                              "(default: reports/doctor/<UTC time>)")
     doctor.set_defaults(func=cmd_doctor)
+
+    status = sub.add_parser("status", help="one line per node (rank, kernel, fabric paths, engine, guard, free "
+                                           "memory) and the head's API; read-only; exit 1 if anything is off")
+    where(status)
+    status.add_argument("--limit")
+    status.set_defaults(func=cmd_status)
+
+    logs = sub.add_parser("logs", help="the engine container's log per rank, each line after its node's name")
+    logs.add_argument("node", nargs="?", help="one node, or a pattern as --limit takes it (default: all)")
+    where(logs)
+    logs.add_argument("-f", "--follow", action="store_true", help="keep following (one ssh per node) until Ctrl-C")
+    logs.add_argument("-n", "--lines", type=int, default=50, help="last lines per rank (default: 50)")
+    logs.set_defaults(func=cmd_logs)
+
+    render = sub.add_parser("render", help="the docker run line each rank runs, from the serve stage's launch "
+                                           "spec; never connects to a node")
+    render.add_argument("node", nargs="?", help="one node, or a pattern as --limit takes it (default: all)")
+    where(render)
+    render.add_argument("--one-line", action="store_true", help="each command on one line")
+    render.set_defaults(func=cmd_render)
 
     picture = sub.add_parser("picture", help="draw a site's topology (nodes, cables, paths, addresses) as SVG and PNG")
     picture.add_argument("site", help="site file or folder holding one (*.spark.yml)")
@@ -213,8 +285,21 @@ def parser():
     return p
 
 
+PASSTHROUGH = ("run", "doctor", "status", "logs", "render")
+
+
 def main(argv=None):
-    args = parser().parse_args(argv)
+    """Everything after the first `--` goes to ansible-playbook unchanged (run, doctor and the day-2 commands)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passthrough = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, passthrough = argv[:at], argv[at + 1:]
+    p = parser()
+    args = p.parse_args(argv)
+    if passthrough and args.cmd not in PASSTHROUGH:
+        p.error("ds41f %s takes no ansible-playbook flags after `--`" % args.cmd)
+    args.passthrough = passthrough
     return args.func(args)
 
 

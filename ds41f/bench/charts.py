@@ -1,5 +1,5 @@
 """Charts of a bench report (PNG): decode throughput and first-token time by concurrency, prefill by length,
-and the change against the reference with its Welch interval."""
+the change against the reference with its Welch interval, and each node's MemAvailable during the run."""
 
 from __future__ import annotations
 
@@ -63,13 +63,27 @@ def draw(report, directory):
     comparison = report.get("comparison") or []
     if comparison:
         fig, ax = plt.subplots(figsize=(8, 0.4 * len(comparison) + 1.5))
-        names = [c["name"] for c in comparison]
+        names = ["%s %s" % (c["name"], c["metric"]) for c in comparison]
         ax.barh(names, [c["change_pct"] for c in comparison], xerr=[c["ci95_pct"] or 0 for c in comparison],
                 color=["#c62828" if c["regression"] else "#2e7d32" for c in comparison], capsize=3)
         ax.axvline(0, color="black", lw=0.8)
         ax.axvline(-report["meta"]["tolerance_pct"], color="#c62828", ls="--", lw=0.8)
         ax.set_xlabel("change against the reference, % (Welch 95% interval)")
         written.append(_save(fig, plt, directory, "comparison.png"))
+    memory = (report.get("memory") or {}).get("series") or []
+    if memory:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        for node in sorted({r["node"] for r in memory}):
+            rows = [r for r in memory if r["node"] == node]
+            ax.plot([r["t"] for r in rows], [r["available_gib"] for r in rows], marker=".", label=node)
+        guard = report["memory"]["guard_gib"]
+        ax.axhline(guard, color="#c62828", ls="--", lw=0.8, label="steady guard %.1f GiB" % guard)
+        ax.set_xlabel("seconds into the run")
+        ax.set_ylabel("MemAvailable (GiB)")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        written.append(_save(fig, plt, directory, "memory.png"))
     return written
 
 

@@ -1,7 +1,7 @@
-"""`ds41f bench`: measure a live OpenAI-compatible server and compare it with a reference run.
+"""`ds41f bench`: measure a live OpenAI-compatible server and compare it with a reference.
 
 Exit status: 0 no regression, 1 a point slower than the reference beyond the tolerance (Welch 95%),
-2 the run stopped (failed quality gate, failed request, busy engine).
+2 the run stopped (failed quality gate or admission check, failed request, busy engine, memory, the doctor).
 """
 
 from __future__ import annotations
@@ -11,25 +11,33 @@ import json
 import os
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
 
 from ds41f import paths
-from ds41f.bench import client, quality, report, runner
+from ds41f.bench import client, doctor, identity, markdown, memory, prompts, quality, reference, report, runner
 
-SUITES = ("quality", "decode", "prefill", "prefix")
+SUITES = ("quality", "compliance", "decode", "portable", "precision", "prefill", "sampled", "prefix", "admission")
+QUICK = ("quality", "decode", "prefill", "prefix")
+FULL = tuple(s for s in SUITES if s != "compliance")  # compliance is asked for by name (or all), as in the seed
+SAMPLES = {"quick": (3, 4), "full": (6, 40)}  # min, max samples per point
+METRICS = ("tps", "decode_window_tps", "ttft_s", "step_ms", "derived_tps", "prefill_tps")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _ints(text):
     return [int(x) for x in text.split(",") if x]
 
 
-def _words(choices):
+def _words(choices, extra=()):
     def parse(text):
         items = [x for x in text.split(",") if x]
-        bad = [x for x in items if x not in choices]
+        bad = [x for x in items if x not in choices and x not in extra]
         if bad:
-            raise ValueError("%s (choose from %s)" % (", ".join(bad), ", ".join(choices)))
+            raise ValueError("%s (choose from %s)" % (", ".join(bad), ", ".join(tuple(choices) + tuple(extra))))
         return items
-    parse.__name__ = "list of " + "/".join(choices)
+    parse.__name__ = "list of " + "/".join(tuple(choices) + tuple(extra))
     return parse
 
 
@@ -38,27 +46,62 @@ def _onoff(text):
 
 
 def add_parser(sub):
-    p = sub.add_parser("bench", help="the serving benchmark: quality gate, decode, prefill, prefix replay; "
+    p = sub.add_parser("bench", help="the serving benchmark a release is qualified with: quality gate, decode, "
+                                     "prefill, prefix, admission, sampled, compliance, precision, portable; "
                                      "compares with a reference and exits non-zero on a regression")
     p.add_argument("--url", default="http://127.0.0.1:8000", help="the server (the head node's API)")
     p.add_argument("--model", help="served model name (default: the server's first)")
     p.add_argument("--api-key-file", help="file holding the API key (KEY or VLLM_API_KEY=KEY; default: "
                                           "$DS41F_API_KEY, else none)")
     p.add_argument("--output", help="report folder (default: reports/bench/<UTC time>)")
-    p.add_argument("--suites", type=_words(SUITES), default=list(SUITES), help="comma list of " + ",".join(SUITES))
+    p.add_argument("--suites", "--suite", type=_words(SUITES, ("all",)), default=None,
+                   help="comma list of %s, or all (default: %s; --full: every suite but compliance)"
+                        % (",".join(SUITES), ",".join(QUICK)))
+    p.add_argument("--full", action="store_true", help="every suite but compliance, each point sampled to its "
+                                                      "precision target with 6-40 samples (quick: 3-4)")
     p.add_argument("--concurrency", type=_ints, default=[1, 2, 4, 8, 16])
     p.add_argument("--prompts", type=_words(("prose", "code")), default=["prose", "code"])
     p.add_argument("--reasoning", type=_onoff, default=[True, False], help="on,off")
     p.add_argument("--max-tokens", type=int, default=256, help="output tokens of every decode stream")
     p.add_argument("--prefill-lengths", type=_ints, default=[2048, 32768, 65536, 131072])
+    p.add_argument("--prefill-text", choices=prompts.PREFILL_TEXTS, default="source",
+                   help="source: the Python standard library's source; filler: one repeated 18-word phrase; "
+                        "novel: random pseudo-words")
     p.add_argument("--prefix-length", type=int, default=32768)
     p.add_argument("--precision", type=float, default=0.02, help="target 95%% half-width / mean")
-    p.add_argument("--min-samples", type=int, default=3)
-    p.add_argument("--max-samples", type=int, default=10)
+    p.add_argument("--min-samples", type=int, help="per point (default: 3 quick, 6 full)")
+    p.add_argument("--max-samples", type=int, help="per point (default: 4 quick, 40 full)")
+    p.add_argument("--converge-on", choices=METRICS, help="the metric every point converges on (default: tps for "
+                                                          "decode, prefill_tps for prefill, step_ms for precision)")
     p.add_argument("--time-budget", type=float, default=1800, help="seconds before points stop short of precision")
     p.add_argument("--quality-task", help="JSON task file (default: the built-in LRU cache task)")
     p.add_argument("--quality-runs", type=int, default=5)
-    p.add_argument("--compare", help="a reference bench.json")
+    p.add_argument("--portable-cases", type=_words(prompts.PORTABLE), default=list(prompts.PORTABLE))
+    p.add_argument("--portable-tokens", type=int, default=256)
+    p.add_argument("--precision-cases", type=_words(tuple(prompts.PRECISION)), default=list(prompts.PRECISION))
+    p.add_argument("--precision-tokens", type=int, default=1024)
+    p.add_argument("--precision-concurrency", type=_ints, default=[1])
+    p.add_argument("--precision-min-samples", type=int, default=5)
+    p.add_argument("--precision-max-samples", type=int, default=12)
+    p.add_argument("--sampled-requests", type=int, default=32, help="requests per sampled case")
+    p.add_argument("--sampled-concurrency", type=_ints, default=[1, 4])
+    p.add_argument("--admission-contexts", type=int, default=4)
+    p.add_argument("--admission-tokens", type=int, default=65536)
+    p.add_argument("--admission-output", type=int, default=128, help="output tokens of each admission context")
+    p.add_argument("--compliance-records", type=int, default=8, help="record types asked for (at most 8)")
+    p.add_argument("--compliance-items", type=int, default=12, help="objects per array")
+    p.add_argument("--compliance-max-tokens", type=int, default=4096)
+    p.add_argument("--shape", help="the cluster's shape (default: the --inventory site file's); caps concurrency "
+                                   "at its sequences and picks the seed reference")
+    p.add_argument("--max-seqs", type=int, help="sequences the server admits at once (default: the shape's)")
+    p.add_argument("-i", "--inventory", help="the cluster's site file (or its folder): the doctor runs on it first, "
+                                             "and memory and identity are read from its nodes over SSH")
+    p.add_argument("--skip-doctor", action="store_true", help="measure without the doctor run (the report says so)")
+    p.add_argument("--memory-interval", type=float, default=2.0, help="seconds between MemAvailable readings")
+    p.add_argument("--steady-guard-gib", type=float, help="default: the serve stage's serve_guard_steady_gib")
+    p.add_argument("--compare", nargs="?", const="seed", help="a reference: bench.json PATH; seed (the default "
+                   "when the flag is given alone: the seeds' published figures for the shape); seed:SET "
+                   "(spark-ds41f-1107, r6, r5o, r5l); none")
     p.add_argument("--tolerance", type=float, default=3.0, help="percent slower that counts as a regression")
     p.add_argument("--no-idle-gate", dest="idle_gate", action="store_false",
                    help="sample without checking that the engine is idle (its /metrics)")
@@ -85,42 +128,150 @@ def api_key(path):
     return text or None
 
 
+def site_file(inventory):
+    if inventory is None:
+        return None
+    path = Path(inventory)
+    if path.is_dir():
+        found = sorted(path.glob("*.spark.yml"))
+        if not found:
+            raise SystemExit("ds41f bench: --inventory %s holds no *.spark.yml site file" % inventory)
+        path = found[0]
+    return path
+
+
+def max_seqs(args, shape):
+    """Sequences the server admits at once: --max-seqs, else the shape's (plugins/module_utils/topology.py)."""
+    if args.max_seqs:
+        return args.max_seqs, "--max-seqs %d" % args.max_seqs
+    if shape is None:
+        return None, None
+    paths.import_collection()
+    from ansible_collections.dgxspark.ds41f.plugins.module_utils import topology
+
+    if shape not in topology.SHAPES:
+        raise SystemExit("ds41f bench: --shape %s is not a shape. Fix: one of %s" % (shape, ", ".join(topology.SHAPES)))
+    return topology.SHAPES[shape].max_seqs, "the %d sequences of %s" % (topology.SHAPES[shape].max_seqs, shape)
+
+
+def resolve(args):
+    """Suites, sample counts and concurrency caps from the flags; returns what the method section reports."""
+    mode = "full" if args.full else "quick"
+    if args.suites is None:
+        args.suites = list(FULL if args.full else QUICK)
+    elif "all" in args.suites:
+        args.suites = list(SUITES)
+    lo, hi = SAMPLES[mode]
+    args.min_samples = args.min_samples or lo
+    args.max_samples = args.max_samples or hi
+    if args.full:
+        args.precision_min_samples = max(args.precision_min_samples, 5)
+    skipped = []
+    cap, why = max_seqs(args, args.shape)
+    if cap:
+        for name in ("concurrency", "sampled_concurrency", "precision_concurrency"):
+            values = getattr(args, name)
+            over = [c for c in values if c > cap]
+            if over:
+                skipped.append("%s %s: past %s" % (name.replace("_", " "), ",".join("c%d" % c for c in over), why))
+            setattr(args, name, [c for c in values if c <= cap])
+    return {"mode": mode, "samples": "%d-%d" % (args.min_samples, args.max_samples), "converge_on": args.converge_on,
+            "suites": args.suites, "max_seqs": cap, "skipped": skipped}
+
+
+def comparable_points(data):
+    """Every measured point a reference figure can name: the sampled points, the sampled-decode cases, and one
+    sample each for the prefix replay, the admission check and each node's lowest MemAvailable."""
+    points = list(data.get("points") or []) + list(data.get("sampled") or [])
+    if data.get("prefix"):
+        pr = data["prefix"]
+        warm = [r["ttft_s"] for r in pr["runs"][1:]]
+        points.append({"name": "prefix/%d" % pr["asked"], "metric": "cold_ttft_s", "samples": [
+            {"cold_ttft_s": pr["runs"][0]["ttft_s"], "warm_ttft_s": sum(warm) / len(warm)}]})
+    a = data.get("admission")
+    if a and a.get("per_stream_tps") is not None:
+        points.append({"name": "admission", "metric": "per_stream_tps", "samples": [
+            {k: a[k] for k in ("per_stream_tps", "peak_kv_pct") if a.get(k) is not None}]})
+    for node, row in ((data.get("memory") or {}).get("nodes") or {}).items():
+        points.append({"name": "memory/%s" % node, "metric": "min_available_gib",
+                       "samples": [{"min_available_gib": row["min_available_gib"]}]})
+    return points
+
+
+def _monitor(args, hosts, loopback, log):
+    guard = args.steady_guard_gib if args.steady_guard_gib is not None else memory.steady_guard_gib()
+    if hosts:
+        nodes = {h: memory.ssh_argv(v, h) for h, v in hosts.items()}
+    elif loopback:
+        nodes = {memory.LOCAL: None}
+    else:
+        return None, "no --inventory to reach the nodes of %s, and it is not this machine" % args.url
+    return memory.Monitor(nodes, guard, args.memory_interval, log), None
+
+
 def run(args, log=print):
     try:
         task = quality.load_task(args.quality_task)
     except quality.TaskError as exc:
         log("ds41f bench: %s" % exc)
         return report.EXIT_STOPPED
-    reference = report.load(args.compare) if args.compare else None
+    site = site_file(args.inventory)
+    if args.shape is None and site is not None:
+        args.shape = (yaml.safe_load(site.read_text()) or {}).get("shape")
+    method = resolve(args)
+    try:
+        ref = reference.load(args.compare, args.shape)
+    except reference.ReferenceError as exc:
+        log("ds41f bench: %s" % exc)
+        return report.EXIT_STOPPED
     args.api_key = api_key(args.api_key_file)
     out_dir = Path(args.output or paths.ROOT / "reports" / "bench" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     out_dir.mkdir(parents=True, exist_ok=True)
+    args.output_dir = str(out_dir)
+    url = args.url.rstrip("/")
+    loopback = urlsplit(url).hostname in LOOPBACK
     started = time.time()
-    try:
-        model = args.model or asyncio.run(_model(args.url, args.api_key))
-        bench = runner.Bench(args.url, model, args, log)
-        result = asyncio.run(bench.run(task))
-    except (runner.BenchError, client.RequestError, OSError) as exc:
-        result, model = {"stopped": str(exc)}, args.model
+    result, model, ident, monitor, mem_note = {}, args.model, {}, None, None
+    checked = doctor.run(site, out_dir / "doctor", args.skip_doctor, log)
+    log("doctor: %s (%s)" % (checked["status"], checked["why"]))
+    if checked["status"] == "failed":
+        result = {"stopped": "the doctor refused the cluster: %s" % checked["why"]}
+    else:
+        try:
+            hosts = memory.inventory_hosts(site) if site is not None else {}
+            model = args.model or asyncio.run(_model(url, args.api_key))
+            ident = asyncio.run(identity.collect(url, args.api_key, model, args.shape, site, hosts, loopback))
+            monitor, mem_note = _monitor(args, hosts, loopback, log)
+            bench = runner.Bench(url, model, args, log, monitor)
+            result = asyncio.run(bench.run(task))
+        except (runner.BenchError, client.RequestError, OSError, RuntimeError) as exc:
+            result = {"stopped": str(exc)}
     data = {"meta": {"url": args.url, "model": model, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                time.gmtime(started)),
                      "seconds": round(time.time() - started, 1), "max_tokens": args.max_tokens,
                      "precision": args.precision, "tolerance_pct": args.tolerance, "idle_gate": args.idle_gate,
-                     "reference": args.compare}}
+                     "shape": args.shape, "reference": args.compare},
+            "method": method, "doctor": checked, "identity": ident}
     data.update(result)
-    data["comparison"] = report.compare(data.get("points"), (reference or {}).get("points"), args.tolerance)
-    if reference:
-        data["comparison_notes"] = report.comparable(data, reference)
-    status, why = report.verdict(data, data["comparison"])
+    data["memory"] = monitor.summary() if monitor is not None else {"not_sampled": mem_note or "the run stopped first"}
+    rows, unmatched = report.compare_with(comparable_points(data), ref, args.tolerance)
+    data["comparison"], data["reference_unmatched"] = rows, unmatched
+    if ref:
+        data["reference"] = {k: ref[k] for k in ("kind", "label", "notes") if k in ref}
+        data["comparison_notes"] = report.comparable(data, ref)
+    status, why = report.verdict(data, rows)
     data["verdict"] = {"exit": status, "reason": why}
     (out_dir / "bench.json").write_text(json.dumps(data, indent=1, sort_keys=True))
     written = [str(out_dir / "bench.json")]
+    charts = []
     try:
-        from ds41f.bench import charts
+        from ds41f.bench import charts as charts_module
 
-        written += charts.draw(data, str(out_dir))
+        charts = charts_module.draw(data, str(out_dir))
     except ImportError as exc:
         log("charts not drawn: %s. Fix: pip install matplotlib" % exc)
+    (out_dir / "bench.md").write_text(markdown.render(data, charts))
+    written += [str(out_dir / "bench.md")] + charts
     for line in report.summary_lines(data) + data.get("comparison_notes", []):
         log(line)
     log("ds41f bench: %s (exit %d); report: %s" % (why, status, ", ".join(written)))

@@ -182,8 +182,17 @@ def parse_metrics(text):
     return values
 
 
-async def engine_load(base_url):
-    """(running, waiting, finished-request counter) from the server's /metrics."""
-    m = parse_metrics(await get_text(base_url.rstrip("/") + "/metrics"))
+async def engine_metrics(base_url):
+    """The server's /metrics, summed per series name."""
+    return parse_metrics(await get_text(base_url.rstrip("/") + "/metrics"))
+
+
+def load_of(m):
+    """(running, waiting, finished-request counter) of parsed /metrics."""
     finished = sum(v for k, v in m.items() if k.startswith("vllm:request_success") and k.endswith("_total"))
     return m.get("vllm:num_requests_running", 0.0), m.get("vllm:num_requests_waiting", 0.0), finished
+
+
+async def engine_load(base_url):
+    """(running, waiting, finished-request counter) from the server's /metrics."""
+    return load_of(await engine_metrics(base_url))

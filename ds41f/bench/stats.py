@@ -120,6 +120,33 @@ def welch(current, reference):
     return change, t_quantile(0.975, dof) * se / abs(m0) * 100.0, dof
 
 
+def welch_published(current, value, ci95_pct=None, samples=None):
+    """Change of the current mean against a published figure, with a Welch 95% interval.
+
+    A figure published with its interval (``ci95_pct`` of the mean from ``samples`` samples) contributes its
+    standard error; one without is taken as exact, so the interval is the current run's own (Student t).
+    Returns (change_pct, half_width_pct, dof) like :func:`welch`.
+    """
+    if value == 0:
+        raise ValueError("the published figure is 0")
+    m1, n1 = mean(current), len(current)
+    change = (m1 - value) / value * 100.0
+    if n1 < 2:
+        return change, math.inf, None
+    v1 = stdev(current) ** 2 / n1
+    v0, dof0 = 0.0, math.inf
+    if ci95_pct is not None and samples and samples >= 2:
+        v0 = (value * ci95_pct / 100.0 / t_quantile(0.975, samples - 1)) ** 2
+        dof0 = samples - 1
+    se = math.sqrt(v1 + v0)
+    if se == 0:
+        return change, 0.0, math.inf
+    terms = v1 ** 2 / (n1 - 1) + (v0 ** 2 / dof0 if v0 else 0.0)
+    dof = (v1 + v0) ** 2 / terms if terms else math.inf
+    t = 1.959964 if dof > 1000 else t_quantile(0.975, dof)  # past 1000 dof the t quantile is the normal one
+    return change, t * se / abs(value) * 100.0, dof
+
+
 def regression(change_pct, half_width_pct, tolerance_pct):
     """Significantly slower (the whole interval below zero) and by more than the tolerance."""
     return change_pct + half_width_pct < 0 and change_pct < -tolerance_pct

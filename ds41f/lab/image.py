@@ -22,6 +22,8 @@ MASKED_UNITS = (
     "systemd-udev-trigger.service", "systemd-udev-settle.service", "apt-daily.timer",
     "apt-daily-upgrade.timer", "e2scrub_reap.service", "e2scrub_all.timer",
 )
+# Installed but not started at boot: a scenario that needs one starts it on one node.
+DISABLED_UNITS = ("docker-registry.service",)
 IMAGE_CHANGES = ('CMD ["/sbin/init"]', "ENV container=podman", "STOPSIGNAL SIGRTMIN+3", "VOLUME /var/lib/docker")
 
 
@@ -30,7 +32,7 @@ def packages():
 
 
 def tag():
-    recipe = "\n".join([SUITE, *packages(), *MASKED_UNITS, *IMAGE_CHANGES]).encode()
+    recipe = "\n".join([SUITE, *packages(), *MASKED_UNITS, *DISABLED_UNITS, *IMAGE_CHANGES]).encode()
     return "localhost/ds41f-labnode:" + hashlib.sha256(recipe).hexdigest()[:12]
 
 
@@ -42,7 +44,8 @@ def ensure(log=print):
     cache = LAB_STATE / "cache"
     cache.mkdir(parents=True, exist_ok=True)
     tarball = cache / ("labnode-%s.tar" % name.rsplit(":", 1)[1])
-    hook = 'chroot "$1" systemctl mask %s' % " ".join(MASKED_UNITS)
+    hook = 'chroot "$1" systemctl mask %s && chroot "$1" systemctl disable %s' % (
+        " ".join(MASKED_UNITS), " ".join(DISABLED_UNITS))
     log("lab: building %s from Debian %s packages (about 2 minutes)" % (name, SUITE))
     start = time.monotonic()
     cmd = ["mmdebstrap", "--variant=apt", "--include=" + ",".join(packages()),

@@ -5,10 +5,13 @@
 
 from __future__ import annotations
 
+import yaml
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.alignment import mismatches
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
+from ansible_collections.dgxspark.ds41f.plugins.modules import alignment as module_doc
 
 
 class ActionModule(ActionBase):
@@ -17,6 +20,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
+        self.validate_argument_spec(argument_spec=checks.doc_spec(module_doc.DOCUMENTATION, yaml.safe_load))
         args = self._task.args
         fact = args.get("fact", "ds41f_node")
         keys = list(args.get("keys") or [])

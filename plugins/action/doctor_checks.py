@@ -5,10 +5,13 @@
 
 from __future__ import annotations
 
+import yaml
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import live_checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
+from ansible_collections.dgxspark.ds41f.plugins.modules import doctor_checks as module_doc
 
 
 class ActionModule(ActionBase):
@@ -17,6 +20,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
+        self.validate_argument_spec(argument_spec=checks.doc_spec(module_doc.DOCUMENTATION, yaml.safe_load))
         args = self._task.args
         live_var = args.get("live", "verify_live")
         hostvars = task_vars["hostvars"]
@@ -27,16 +31,25 @@ class ActionModule(ActionBase):
                 missing.append(host)
                 continue
             hosts[host] = {"live": registered["live"], "node": plain(hostvars[host].get("ds41f_node")) or {}}
-        if missing:
+        if not hosts:
             result.update(failed=True, msg="no %s reading for %s. Fix: run dgxspark.ds41f.live_state on every node "
                           "first (register: %s)." % (live_var, ", ".join(sorted(missing)), live_var))
             return result
+        # A node whose reading failed is not checked; the others are still judged.
+        unchecked = [{"node": n, "check": "live checks", "reason": "its live_state reading failed or did not run"}
+                     for n in sorted(missing)]
         first = hostvars[sorted(hosts)[0]]
+        head = next((h for h in hosts if hostvars[h].get("spark_is_head")), None)
+        cables = plain(first["spark_cables"])
         findings = live_checks.evaluate(
-            hosts, plain(first["spark_cables"]), int(first["spark_mtu"]),
+            hosts, cables, int(first["spark_mtu"]),
             float(args.get("startup_gib", 5)), float(args.get("steady_gib", 3)),
-            args.get("serve_fix", "ds41f run serve -e serve_replace=true"),
-            list(args.get("ignore_env", ["VLLM_API_KEY"])))
-        result.update(changed=False, findings=findings, nodes=sorted(hosts),
+            args.get("serve_fix", "ds41f run serve -e '{\"serve_replace\": true}'"),
+            list(args.get("ignore_env", ["VLLM_API_KEY"])), head=head, guard_unit=args.get("guard_unit") or "",
+            served_names=list(args.get("served_names") or []), unchecked=unchecked,
+            sshd_wanted=plain(args.get("sshd")) or None)
+        paths = [c["cidr"] for c in cables if c["a"] in hosts and (c["b"] == "switch" or c["b"] in hosts)]
+        result.update(changed=False, findings=findings, nodes=sorted(hosts), skipped_checks=unchecked,
+                      checked={"nodes": sorted(hosts), "paths": sorted(set(paths))},
                       msg="%d finding(s) on %d nodes" % (len(findings), len(hosts)))
         return result

@@ -5,9 +5,12 @@
 
 from __future__ import annotations
 
+import yaml
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift
+from ansible_collections.dgxspark.ds41f.plugins.modules import doctor_report as module_doc
 
 
 class ActionModule(ActionBase):
@@ -16,6 +19,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
+        self.validate_argument_spec(argument_spec=checks.doc_spec(module_doc.DOCUMENTATION, yaml.safe_load))
         directory = self._task.args.get("report_dir") or drift.report_dir()
         try:
             rows = drift.read_rows(directory)

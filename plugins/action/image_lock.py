@@ -10,7 +10,9 @@ import os
 import yaml
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import lockfile
+from ansible_collections.dgxspark.ds41f.plugins.modules import image_lock as module_doc
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -21,6 +23,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
+        self.validate_argument_spec(argument_spec=checks.doc_spec(module_doc.DOCUMENTATION, yaml.safe_load))
         given = self._task.args.get("file")
         path = given if os.path.isabs(given or "") else os.path.join(ROOT, given or "")
         if not given or not os.path.isfile(path):

@@ -7,10 +7,41 @@ from __future__ import annotations
 
 import os
 
+import yaml
 from ansible import constants as C
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
+from ansible_collections.dgxspark.ds41f.plugins.modules import managed_files as module_doc
+
+FILE_KEYS = ("path", "template", "content", "mode", "owner", "group", "validate", "vars", "notify")
+
+
+def file_problems(files, absent):
+    """The first problem with the files argument (element keys, modes), on the controller, or None."""
+    problem = checks.elements(files if files is not None else "missing", "files", {"path": str})
+    if problem:
+        return problem
+    for i, item in enumerate(files):
+        where = "files[%d]" % i
+        unknown = sorted(set(item) - set(FILE_KEYS))
+        if unknown:
+            return "%s.%s: is not a file setting. Fix: use %s." % (where, unknown[0], ", ".join(FILE_KEYS))
+        if not item["path"].startswith("/") or item["path"].endswith("/"):
+            return "%s.path: %r is not an absolute file path. Fix: give the file's full path." % (where, item["path"])
+        if "mode" in item:
+            problem = checks.mode(item["mode"], where + ".mode")
+            if problem:
+                return problem
+        for key in ("owner", "group"):
+            if key in item and (not isinstance(item[key], str) or not item[key]):
+                return "%s.%s: %r is not a user or group name. Fix: write it as a string, e.g. root." % (
+                    where, key, item[key])
+        if not absent and item.get("template") is None and item.get("content") is None:
+            return "%s: %s has neither template nor content. Fix: give one of them." % (where, item["path"])
+    return None
 
 
 class ActionModule(ActionBase):
@@ -18,9 +49,13 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
+        self.validate_argument_spec(argument_spec=checks.doc_spec(module_doc.DOCUMENTATION, yaml.safe_load))
         args = dict(self._task.args)
         files = []
         absent = args.get("state") == "absent"
+        problem = file_problems(args.get("files"), absent)
+        if problem:
+            raise AnsibleActionFail(problem)
         for item in args.get("files") or []:
             item = dict(item)
             name = item.pop("template", None)

@@ -5,10 +5,13 @@
 
 from __future__ import annotations
 
+import yaml
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import serve_preflight
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
+from ansible_collections.dgxspark.ds41f.plugins.modules import serve_preflight as module_doc
 
 SETTINGS = ("replace", "allow_reshape", "unqualified_shape", "master_port", "release", "image", "image_id")
 
@@ -19,6 +22,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
+        self.validate_argument_spec(argument_spec=checks.doc_spec(module_doc.DOCUMENTATION, yaml.safe_load))
         args = self._task.args
         hostvars = task_vars["hostvars"]
         hosts = list(args.get("hosts") or task_vars["ansible_play_hosts_all"])
@@ -40,7 +44,15 @@ class ActionModule(ActionBase):
         settings = {k: plain(args.get(k)) for k in SETTINGS}
         problems, plan = serve_preflight.check(nodes, plain(task_vars["spark_shape"]), settings)
         result.update(changed=False, problems=problems, **plan)
+        result["drift"] = plan["causes"]  # each cause as the doctor's row, on its node
         if problems:
+            # The rest of the stage (guard, start or keep, readiness, smoke) is not checked past a refusal.
+            reason = "the serve preflight refuses: %s" % (
+                "; ".join("%s %s is %s" % (c["node"], c["setting"], c["found"]) for c in plan["causes"][:2])
+                if plan["causes"] else "a start would replace the running engines on %s without consent (a rank "
+                "does not run its launch spec: see the serving group's rows)" % ", ".join(plan["replacing"]))
+            result["skipped_checks"] = [{"node": n["name"], "check": "serve stage past its preflight (guard arming, "
+                                         "start or keep, readiness, smoke)", "reason": reason} for n in nodes]
             result.update(failed=True, msg="serve preflight refuses to start (%d problem%s):\n%s" % (
                 len(problems), "" if len(problems) == 1 else "s", "\n".join("  - %s" % p for p in problems)))
         elif plan["start"]:

@@ -11,12 +11,25 @@ import yaml
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import recipe, topology
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import recipe, validation, vllm_check
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
+from ansible_collections.dgxspark.ds41f.plugins.modules import validate as module_doc
 
-ROLES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "roles")
-# Variables the inventory plugin derives; a different value in hostvars means the inventory was edited by hand.
-DERIVED = ("spark_rank", "spark_links", "spark_nccl_hcas", "ansible_host")
+ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ROLES_DIR = os.path.join(ROOT, "roles")
+RECIPE_DIR = os.path.join(ROOT, "group_vars", "all")
+
+
+def recipe_files():
+    """{name: (group_vars/all/<file>, raw value)}: where each recipe variable of the collection is written."""
+    found = {}
+    for name in sorted(os.listdir(RECIPE_DIR)):
+        if name.endswith((".yml", ".yaml")):
+            with open(os.path.join(RECIPE_DIR, name)) as handle:
+                for key, value in (yaml.safe_load(handle) or {}).items():
+                    found[key] = ("group_vars/all/%s" % name, value)
+    return found
 
 
 class ActionModule(ActionBase):
@@ -25,52 +38,27 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
+        self.validate_argument_spec(argument_spec=checks.doc_spec(module_doc.DOCUMENTATION, yaml.safe_load))
         hosts = list(self._task.args.get("hosts") or task_vars["ansible_play_hosts_all"])
         hostvars = task_vars["hostvars"]
-        problems = []
-
-        site = plain(hostvars[hosts[0]].get("spark_site"))
-        if not site:
-            result.update(failed=True, msg="%s is not from the dgxspark.ds41f.spark_topology inventory plugin. "
-                          "Fix: point -i at a site file (*.spark.yml)." % hosts[0])
-            return result
-        try:
-            cluster = topology.build(site)
-        except topology.TopologyError as exc:
-            result.update(failed=True, msg=str(exc), problems=[str(p) for p in exc.problems])
-            return result
-        if sorted(hosts) != sorted(n.name for n in cluster.nodes):
-            problems.append(topology.Problem(
-                "hosts", "the play targets %s but the site has %s." % (", ".join(sorted(hosts)),
-                                                                     ", ".join(n.name for n in cluster.nodes)),
-                "run stages against the whole cluster; use --limit only for read-only checks."))
-
         specs = recipe.load_role_specs(ROLES_DIR, yaml.safe_load)
-        names = sorted({name for options in specs.values() for name in options} | {"serve_max_model_len"})
-        seen = set()
+        names = validation.variable_names(specs) + list(validation.DERIVED)
+        host_values = {}
         for host in hosts:
-            if host not in [n.name for n in cluster.nodes]:
-                continue
-            hv = hostvars[host]
-            for key in DERIVED:
-                expected = cluster.hostvars(host)[key]
-                if plain(hv.get(key)) != expected:
-                    problems.append(topology.Problem(
-                        "%s.%s" % (host, key), "differs from what the site file derives.",
-                        "remove the hand-set %s; the inventory plugin owns it." % key))
-            values = {}
+            hv, values = hostvars[host], {}
             for name in names:
                 try:
                     if name in hv:
                         values[name] = plain(hv[name])
                 except AnsibleError:
                     continue  # refers to a role default; the role's own argument spec checks it at run time
-            for problem in recipe.check_vars(values, specs) + recipe.cross_checks(cluster, values):
-                text = str(problem)
-                if text not in seen:  # group vars repeat on every host: report each once
-                    seen.add(text)
-                    problems.append(problem)
-
+            for key in validation.DERIVED:
+                values.setdefault(key, None)
+            host_values[host] = values
+        manager = self._task.get_variable_manager()
+        extra = plain(getattr(manager, "extra_vars", None) or {})
+        cluster, problems = validation.check(plain(hostvars[hosts[0]].get("spark_site")), hosts, host_values, specs,
+                                             recipe_files(), extra)
         if problems:
             result.update(failed=True, problems=[str(p) for p in problems],
                           msg="invalid site or recipe (%d problem%s):\n%s" % (
@@ -78,6 +66,10 @@ class ActionModule(ActionBase):
                               "\n".join("  - %s" % p for p in problems)))
             return result
         result.update(changed=False, shape=cluster.shape.name, nodes=[n.name for n in cluster.nodes],
-                      msg="site %s: %d nodes, %d fabric paths; %d recipe variables checked against %d roles" % (
-                          cluster.shape.name, len(cluster.nodes), len(cluster.cable_table()), len(values), len(specs)))
+                      msg="site %s: %d nodes, %d fabric paths; %d recipe variables checked against %d roles; "
+                          "launch spec of every rank rendered%s" % (
+                              cluster.shape.name, len(cluster.nodes), len(cluster.cable_table()),
+                              len(host_values[hosts[0]]), len(specs),
+                              " and parsed by vLLM" if vllm_check.available() else
+                              " (vLLM's parser is not importable on the controller: the worker ranks parse it)"))
         return result

@@ -14,6 +14,11 @@ description:
     recipe and the site - node, stage, setting, expected, found, fix - instead of pages of task output.
   - Rows come from the C(drift) lists of the stages' modules in check mode, the C(findings) of the verify
     stage's live checks, cross-node C(mismatches), and any other task that would change something or failed.
+    A failed task counts even when the doctor's plays ignore errors (they do, so every stage runs to the end);
+    a later failure of the same stage on the same node that names no cause is listed as not checked, with
+    the first cause as its reason.
+  - Every check a module says it did not make (hardware the node lacks, an earlier refusal) is listed under
+    "not checked", per node, with its reason; the picture colours only what a check read.
   - Writes C(doctor.json), C(doctor.md) and the topology picture (C(topology.svg), C(topology.png)) coloured
     by the check, under O(report_dir).
   - Before the doctor's verdict task (M(dgxspark.ds41f.doctor_report)) runs, it saves the rows so far to
@@ -42,6 +47,7 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift, topol
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 
 VERDICT_ACTIONS = ("dgxspark.ds41f.doctor_report", "doctor_report")
+META_ACTIONS = ("meta", "ansible.builtin.meta", "ansible.legacy.meta")
 
 
 def _stage(task):
@@ -61,6 +67,8 @@ class CallbackModule(CallbackBase):
         super().__init__()
         self.rows = []
         self.skipped = []
+        self.checked = None  # the live checks' {nodes, paths}, when they ran
+        self.first_cause = {}  # (node, stage): the first failure's cause, the reason later failures are echoes
         self.site = None
         self._cluster = None
         self.started = time.monotonic()
@@ -111,12 +119,15 @@ class CallbackModule(CallbackBase):
         self._collect(result)
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
-        if ignore_errors:
-            return
+        # The doctor's stage plays ignore errors so that every stage runs; a failure still counts here.
         self._collect(result, failed=True)
         msg = result._result.get("msg") or result._result.get("stderr") or "failed"
-        self._display.display("  FAILED %s | %s: %s" % (result._host.get_name(), result._task.get_name(), msg),
-                              color="red")
+        self._display.display("  FAILED %s | %s: %s" % (result._host.get_name(), result._task.get_name(),
+                                                        drift._first_line(str(msg), 300)), color="red")
+
+    def v2_runner_on_skipped(self, result):
+        if result._task.action not in META_ACTIONS:  # a meta task's skip is a condition, not a check
+            self._not_checked(result._host.get_name(), result._task, result._result, skipped=True)
 
     def v2_runner_on_unreachable(self, result):
         self.rows.append(drift.unreachable_row(result._host.get_name(), result._task.get_name(), result._result))
@@ -128,10 +139,26 @@ class CallbackModule(CallbackBase):
         if task.action in VERDICT_ACTIONS or (isinstance(task, Handler) and not failed):
             return  # the verdict sums up the table; a handler that would run echoes a change already in it
         stage = _stage(task)
+        node = result._host.get_name()
         res = dict(result._result, failed=True) if failed else result._result  # callbacks get no 'failed' key
-        self.rows.extend(drift.rows_from_result(result._host.get_name(), stage, task.name or task.action, res))
-        for item in res.get("skipped_checks") or []:
-            self.skipped.append(dict(item, node=item.get("node", result._host.get_name())))
+        name = task.name or task.action
+        self._not_checked(node, task, res)
+        if res.get("checked") and isinstance(res["checked"], dict):  # doctor_checks: what the live checks read
+            self.checked = res["checked"]
+        rows = drift.rows_from_result(node, stage, name, res)
+        if failed:
+            cause = self.first_cause.get((node, stage))
+            if cause and not any(k in res for k in ("drift", "findings", "mismatches")):
+                # A stage that failed once on a node: its later failures follow from that cause.
+                self.skipped.append({"node": node, "check": "%s: %s" % (stage, name), "reason": cause})
+                return
+            if cause is None and rows:
+                self.first_cause[(node, stage)] = "after an earlier finding of the %s stage: %s" % (
+                    stage, drift.cause_summary(rows[0]))
+        self.rows.extend(rows)
+
+    def _not_checked(self, node, task, res, skipped=False):
+        self.skipped.extend(drift.not_checked(node, task.name or task.action, res, skipped))
 
     # -- the end ------------------------------------------------------------------------------------
 
@@ -141,7 +168,7 @@ class CallbackModule(CallbackBase):
         written = self._write(directory, rows)
         self._display.display("")
         self._display.display(drift.table(rows), color="red" if drift.counts(rows)["error"] else "green")
-        for line in _skipped_lines(self.skipped):
+        for line in drift.not_checked_lines(self.skipped):
             self._display.display(line)
         hosts = sorted(stats.processed)
         failed = [h for h in hosts if stats.failures.get(h) or stats.dark.get(h)]
@@ -154,37 +181,40 @@ class CallbackModule(CallbackBase):
 
     def _write(self, directory, rows):
         os.makedirs(directory, exist_ok=True)
-        data = drift.report(rows, {"skipped": self.skipped, "site": self.site})
+        picture = self._statuses(rows)
+        data = drift.report(rows, {"not_checked": drift.not_checked_list(self.skipped), "site": self.site,
+                                   "checked": self.checked or {"nodes": [], "paths": []},
+                                   "picture": picture or {}})
         paths = []
         with open(os.path.join(directory, "doctor.json"), "w") as handle:
             json.dump(data, handle, indent=1, sort_keys=True)
         paths.append(os.path.join(directory, "doctor.json"))
         with open(os.path.join(directory, "doctor.md"), "w") as handle:
-            handle.write(drift.markdown(rows))
+            handle.write(drift.markdown(rows, not_checked=drift.not_checked_list(self.skipped)))
         paths.append(os.path.join(directory, "doctor.md"))
-        paths.extend(self._picture(directory, rows))
+        paths.extend(self._picture(directory, picture))
         return paths
 
-    def _picture(self, directory, rows):
+    def _statuses(self, rows):
+        """{nodes: {node: status}, paths: {cidr: status}}: what the picture draws, only from checks that ran."""
         cluster = self.cluster()
         if cluster is None:
+            return None
+        checked = self.checked or {}
+        nodes = drift.node_status(rows, [n.name for n in cluster.nodes], set(checked.get("nodes") or []))
+        paths = drift.path_status(rows, checked.get("paths") or [])
+        return {"nodes": nodes, "paths": {r["cidr"]: paths.get(r["cidr"], "unchecked") for r in cluster.cable_table()}}
+
+    def _picture(self, directory, statuses):
+        cluster = self.cluster()
+        if cluster is None or statuses is None:
             return []
         try:
             from ansible_collections.dgxspark.ds41f.plugins.module_utils import topology_picture
 
-            names = [n.name for n in cluster.nodes]
-            picture = topology_picture.layout(cluster, drift.node_status(rows, names), drift.path_status(rows))
+            picture = topology_picture.layout(cluster, statuses["nodes"], statuses["paths"])
             return topology_picture.draw(picture, os.path.join(directory, "topology.svg"),
                                          os.path.join(directory, "topology.png"))
         except ImportError as exc:
             self._display.warning("topology picture not drawn: %s. Fix: pip install matplotlib" % exc)
         return []
-
-
-def _skipped_lines(skipped):
-    """Checks that could not run here, one line per check and reason (never counted as passing)."""
-    groups = {}
-    for item in skipped:
-        groups.setdefault((item.get("check"), item.get("reason")), []).append(item["node"])
-    return ["not checked: %s on %s: %s" % (check, ", ".join(sorted(set(nodes))), reason)
-            for (check, reason), nodes in sorted(groups.items())]

@@ -14,12 +14,13 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 
 
 def launch_spec(values, shape, rank, nodes, head_address):
-    """The rank's launch spec from the recipe variables (serve_*, ds41f_release), the shape and the node:
+    """The rank's launch spec from the recipe variables (serve_*, ds41f_release), the shape and the node (its
+    spark_peer_hcas, spark_nccl_hcas and spark_gid_index come with ``values``):
     ``lookup('dgxspark.ds41f.serve_recipe') | launch_spec(spark_shape, spark_rank, spark_nodes | length,
     spark_head_address)``."""
     try:
-        recipe = launch.recipe_from_vars({k: plain(values[k]) for k in launch.VAR_NAMES if k in values})
-        return launch.render(recipe, plain(shape), {"rank": int(rank)},
+        found = {k: plain(values[k]) for k in launch.VAR_NAMES if k in values}
+        return launch.render(launch.recipe_from_vars(found), plain(shape), launch.node_from_vars(found, rank),
                              {"nodes": int(nodes), "head_address": str(head_address)})
     except launch.LaunchError as exc:
         raise AnsibleFilterError(str(exc)) from exc
@@ -48,6 +49,20 @@ def boot_markers_found(log, markers):
     return found
 
 
+def boot_fallbacks(log, fallback, families):
+    """Lines of ``log`` that report a fallback (``fallback``, a regular expression), each named by the first kernel
+    family (``families``: name -> regular expression) the line mentions."""
+    if not fallback:
+        return []
+    families = plain(families) or {}
+    found = []
+    for line in (log or "").splitlines():
+        if re.search(fallback, line):
+            name = next((n for n, rx in families.items() if re.search(rx, line)), "an unnamed kernel family")
+            found.append("%s fell back: %s" % (name, line.strip()))
+    return found
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -55,4 +70,5 @@ class FilterModule:
             "docker_command": docker_command,
             "boot_markers_missing": boot_markers_missing,
             "boot_markers_found": boot_markers_found,
+            "boot_fallbacks": boot_fallbacks,
         }

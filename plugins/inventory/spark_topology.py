@@ -18,7 +18,10 @@ description:
   - Addresses are derived from the cabling alone - by default C(10.<a><b>.<path>.<node>/24) for the cable
     between nodes a<b, or carved from O(fabric_pool) - so they are the same on every run and nothing is stored.
   - An invalid site fails the inventory parse with one line per problem, each naming the field and the fix.
-    Keep C(unparsed_is_failed = True) in ansible.cfg so that failure stops the run.
+    The stage playbooks stop when no site parsed; C(unparsed_is_failed = True) in ansible.cfg also stops
+    ansible-inventory and ad-hoc commands.
+  - Sets the collection's recipe (its C(group_vars/all/*.yml)) on the group C(all), below every C(group_vars)
+    file, so no vars plugin needs to be enabled.
   - The file name must end in C(.spark.yml) or C(.spark.yaml).
 options:
   plugin:
@@ -92,6 +95,7 @@ from ansible.plugins.inventory import BaseInventoryPlugin
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import topology
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
+from ansible_collections.dgxspark.ds41f.plugins.plugin_utils import recipe_files
 
 
 class InventoryModule(BaseInventoryPlugin):
@@ -106,7 +110,9 @@ class InventoryModule(BaseInventoryPlugin):
         super().parse(inventory, loader, path, cache)
         site = plain(loader.load_from_file(path, cache="none"))
         if not isinstance(site, dict) or site.get("plugin") not in (self.NAME, "spark_topology"):
-            raise AnsibleParserError("%s: plugin must be %s" % (path, self.NAME))
+            raise AnsibleParserError("invalid site %s (1 problem):\n  - plugin: must be %s. Fix: start the site file "
+                                     "with plugin: %s and write it as YAML keys (shape, nodes, ...)." % (
+                                         path, self.NAME, self.NAME))
         try:
             cluster = topology.build(site, source=path)
         except topology.TopologyError as exc:
@@ -115,6 +121,10 @@ class InventoryModule(BaseInventoryPlugin):
 
     def populate(self, cluster, site):
         inv = self.inventory
+        # The collection's recipe on the group all, the lowest inventory level: it loads whatever ansible.cfg
+        # enables, and the site's own group_vars (all.yml included) and its vars: still override it.
+        for key, value in recipe_files.load(self.loader).items():
+            inv.set_variable("all", key, value)
         groups = cluster.group_names() + ["spark_head", "spark_workers"]
         for group in groups:
             inv.add_group(group)

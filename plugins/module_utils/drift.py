@@ -57,8 +57,22 @@ def _first_line(text, limit=160):
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
+def _thing(result, task_name):
+    """What a changed task without a drift list would change: its file, unit or item, else the task."""
+    diff = result.get("diff")
+    diff = diff[0] if isinstance(diff, list) and diff else diff
+    for value in (result.get("dest"), result.get("path"), (diff or {}).get("after_header") if isinstance(
+            diff, dict) else None, result.get("name")):
+        if isinstance(value, str) and value:
+            return "%s (%s)" % (value, task_name)
+    return task_name
+
+
 def rows_from_result(node, stage, task_name, result, stage_cmd=None):
-    """The rows one task result contributes (an empty list when it found nothing)."""
+    """The rows one task result contributes (an empty list when it found nothing).
+
+    A failed task contributes the causes it names (``drift``, ``findings``, ``mismatches``); only a failure
+    that names none becomes one row of its own, with the message as what was found."""
     if result.get("skipped"):
         return []
     if "results" in result and isinstance(result["results"], list):  # a loop: each item is a result
@@ -75,18 +89,58 @@ def rows_from_result(node, stage, task_name, result, stage_cmd=None):
                        entry.get("severity", "error"), entry.get("path")))
     drift = result.get("drift") or []
     for entry in drift:  # what a module found different (and, outside check mode, changed)
-        out.append(row(node, stage, entry.get("setting"), entry.get("expected"), entry.get("found"),
-                       entry.get("fix") or fix_stage, entry.get("severity", "error"), entry.get("path")))
+        out.append(row(entry.get("node", node), stage, entry.get("setting"), entry.get("expected"),
+                       entry.get("found"), entry.get("fix") or fix_stage, entry.get("severity", "error"),
+                       entry.get("path")))
     if result.get("changed") and not drift:
-        out.append(row(node, stage, task_name, "as the %s stage sets it" % stage, "would change (see --diff)",
-                       fix_stage))
+        out.append(row(node, stage, _thing(result, task_name), "as the %s stage sets it" % stage,
+                       "would change (see --diff)", fix_stage))
     for mismatch in result.get("mismatches") or []:  # dgxspark.ds41f.alignment: cross-node differences
         out.append(row("all", stage, mismatch.get("setting"), "the same on every node", mismatch.get("found"),
                        mismatch.get("fix")))
     if result.get("failed") and not out:
-        out.append(row(node, stage, task_name, "the task succeeds", _first_line(result.get("msg")) or "failed",
-                       "read the task's message above, fix the cause, then re-run the doctor"))
+        out.append(row(node, stage, "%s (a check that named no cause)" % task_name, "no error",
+                       _first_line(result.get("msg")) or "failed",
+                       "ds41f doctor -v --limit %s shows the whole message; fix what it names" % node))
     return out
+
+
+def not_checked(node, task_name, result, skipped=False):
+    """Checks a task result says it did not make, each ``{node, check, reason}``; the modules say so in one of
+    a few ways: ``skipped_checks`` entries, a ``skipped_reason``, ``skipped`` strings ("<check> skipped:
+    <reason>"), rows of status ``skipped``, or the module itself skipping (``skipped`` with a ``msg``, not a
+    false ``when``)."""
+    if "results" in result and isinstance(result["results"], list):
+        out = []
+        for item in result["results"]:
+            if isinstance(item, dict):
+                out.extend(not_checked(node, task_name, item, item.get("skipped") is True))
+        return out
+    out = []
+    for item in result.get("skipped_checks") or []:
+        out.append({"node": item.get("node", node), "check": item.get("check") or task_name,
+                    "reason": item.get("reason") or "not given"})
+    if isinstance(result.get("skipped_reason"), str) and result["skipped_reason"]:
+        out.append({"node": node, "check": task_name, "reason": result["skipped_reason"]})
+    if isinstance(result.get("skipped"), list):
+        for text in result["skipped"]:
+            check, sep, reason = str(text).partition(" skipped: ")
+            out.append({"node": node, "check": check if sep else task_name, "reason": reason if sep else text})
+    elif (skipped or result.get("skipped") is True) and "false_condition" not in result and result.get("msg") \
+            and not result.get("skipped_checks"):
+        out.append({"node": node, "check": task_name, "reason": _first_line(result["msg"])})
+    for r in result.get("rows") or []:
+        if isinstance(r, dict) and r.get("status") == "skipped":
+            out.append({"node": r.get("node") or node, "check": " ".join(
+                str(r[k]) for k in ("netdev", "check") if r.get(k)) or task_name,
+                "reason": r.get("message") or r.get("reason") or "not given"})
+    return out
+
+
+def cause_summary(r):
+    """A row in a few words, as the reason a later check could not run."""
+    return "%s %s is %s (expected %s)" % (r["node"], r["setting"], _first_line(r["found"], 80),
+                                          _first_line(r["expected"], 60))
 
 
 def unreachable_row(node, task_name, result):
@@ -95,7 +149,11 @@ def unreachable_row(node, task_name, result):
                "check the node is powered, on the management network, and accepts the controller's SSH key")
 
 
-_CAUSES = ("mtu", "link", "carrier", "address")
+# A fabric path's causes, strongest first. A missing link or a dead carrier explains everything else on the
+# path (the far end's carrier and address, which networkd drops with the carrier, and the pings); an MTU or an
+# address on one end is a cause of its own; reachability and the rest are echoes.
+_CAUSES = ("link", "carrier", "mtu", "address")
+_DOWN = ("link", "carrier")
 
 
 def _subject(r):
@@ -103,6 +161,13 @@ def _subject(r):
     setting = r["setting"]
     prefix = r["node"] + " "
     return setting[len(prefix):] if setting.startswith(prefix) else setting
+
+
+def _cause(r):
+    words = _subject(r).split()
+    if "->" in r["setting"] or not words or words[-1] not in _CAUSES:
+        return None
+    return words[-1]
 
 
 def attach_paths(rows, ends):
@@ -116,27 +181,67 @@ def attach_paths(rows, ends):
     return rows
 
 
-def _consolidate_paths(rows):
+def _netdev(r, ends):
+    for word in _subject(r).split():
+        if (r["node"], word) in ends:
+            return word
+    return _subject(r).split()[0]
+
+
+def _fold_down(members, ends):
+    """A path that is down: one row naming both ends, what each end shows, and one fix."""
+    down = sorted((r for r in members if _cause(r) in _DOWN), key=lambda r: _CAUSES.index(_cause(r)))
+    first = dict(down[0])
+    cidr = first["path"]
+    path_ends = sorted(k for k, v in ends.items() if v == cidr)
+    seen = {}
+    for r in members:
+        state = "%s %s" % (_cause(r), _first_line(r["found"], 60))
+        if _cause(r) in _CAUSES and state not in seen.get((r["node"], _netdev(r, ends)), []):
+            seen.setdefault((r["node"], _netdev(r, ends)), []).append(state)
+    states = []
+    for end in path_ends or [(first["node"], _netdev(first, ends))]:
+        states.append("%s %s: %s" % (end[0], end[1], "; ".join(seen.get(end)) if seen.get(end) else "up"))
+    named = " - ".join("%s %s" % end for end in path_ends) or "%s %s" % (first["node"], _netdev(first, ends))
+    first["setting"] = "%s %s (cable %s)" % (_netdev(first, ends), _cause(first), named)
+    first["found"] = "; ".join(states)
+    if len(path_ends) == 2 and all(e in seen and any(s.startswith("link") for s in seen[e]) for e in path_ends):
+        first["fix"] = ("both ends are gone: re-plug the cable %s (in the lab, `ds41f lab up` re-wires it), then "
+                        "ds41f run fabric" % named)
+    first["down"] = True
+    return first
+
+
+def _consolidate_paths(rows, ends):
     """One cause per fabric path: a wrong MTU, a missing link or address on one end is the row; the failed
-    pings and link checks it causes, from either end, are its echoes and are left out."""
+    pings and link checks it causes, from either end, are its echoes and are left out. A path that is down
+    (a missing link, no carrier) is one row naming both ends."""
     groups = {}
     for r in rows:
         if r.get("path"):
             groups.setdefault(r["path"], []).append(r)
-    keep = set()
+    keep, replaced = set(), {}
     for members in groups.values():
-        causes = [r for r in members if "->" not in r["setting"] and _subject(r).split()[-1] in _CAUSES]
+        if any(_cause(r) in _DOWN for r in members):
+            folded = _fold_down(members, ends)
+            replaced[id(members[0])] = folded
+            keep.add(id(members[0]))
+            continue
+        causes = [r for r in members if _cause(r)]
         keep.update(id(r) for r in (causes or members[:1]))
-    return [r for r in rows if not r.get("path") or id(r) in keep]
+    return [replaced.get(id(r), r) for r in rows if not r.get("path") or id(r) in keep]
 
 
 def dedupe(rows, ends=None):
     """The table's rows: one per finding, errors first, then by node.
 
     A finding reported twice (by a stage in check mode and by a live check, with or without the node name in
-    front of the setting) is one row, and a fabric path's echoes fold into its cause (``ends`` as in
-    ``attach_paths``)."""
-    rows = _consolidate_paths(attach_paths([dict(r) for r in rows], ends or {}))
+    front of the setting) is one row, a fabric path's echoes fold into its cause (``ends`` as in
+    ``attach_paths``), and a row whose found is its expected (a record that would only be rewritten) is no
+    drift at all."""
+    ends = ends or {}
+    rows = [r for r in rows if r["expected"] != r["found"]]
+    rows = _consolidate_paths(attach_paths([dict(r) for r in rows], ends), ends)
     seen, out = set(), []
     for r in rows:
         key = (r["node"], r["stage"], _subject(r), r["found"])
@@ -150,9 +255,10 @@ def counts(rows):
     return {sev: sum(1 for r in rows if r["severity"] == sev) for sev in SEVERITIES}
 
 
-def node_status(rows, nodes):
-    """{node: ok|warn|drift} for the picture; a row on 'all' marks every node."""
-    status = {n: "ok" for n in nodes}
+def node_status(rows, nodes, checked=None):
+    """{node: ok|warn|drift|unchecked} for the picture; a row on 'all' marks every node. A node no check read
+    (``checked``: the nodes the live checks read; None: every node) is unchecked unless a row names it."""
+    status = {n: "ok" if checked is None or n in checked else "unchecked" for n in nodes}
     for r in rows:
         targets = nodes if r["node"] == "all" else [r["node"]]
         for n in targets:
@@ -160,17 +266,19 @@ def node_status(rows, nodes):
                 continue
             if r["severity"] == "error":
                 status[n] = "drift"
-            elif status[n] == "ok":
+            elif status[n] in ("ok", "unchecked"):
                 status[n] = "warn"
     return status
 
 
-def path_status(rows):
-    """{cidr: down|drift} for fabric paths that a row names."""
-    out = {}
+def path_status(rows, checked=None):
+    """{cidr: ok|down|drift} for fabric paths: those a row names, and ``checked`` ones (ok unless a row names
+    them). A path in neither is left out: the picture draws it unchecked."""
+    out = {cidr: "ok" for cidr in checked or ()}
     for r in rows:
         if r.get("path"):
-            down = r["setting"].split()[-1] in ("carrier", "reachability", "link") or "path ->" in r["setting"]
+            down = (r.get("down") or r["setting"].split()[-1] in ("carrier", "reachability", "link")
+                    or "path ->" in r["setting"])
             if down or out.get(r["path"]) != "down":
                 out[r["path"]] = "down" if down else "drift"
     return out
@@ -224,7 +332,22 @@ def _md(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(rows, title="ds41f doctor"):
+def not_checked_list(items):
+    """Every check not made, once per node, check and reason, sorted: doctor.json's ``not_checked``."""
+    seen = {(i["node"], i["check"], i["reason"]) for i in items}
+    return [{"node": n, "check": c, "reason": r} for n, c, r in sorted(seen)]
+
+
+def not_checked_lines(items):
+    """One line per check and reason, naming the nodes: what the terminal shows under the table."""
+    groups = {}
+    for item in not_checked_list(items):
+        groups.setdefault((item["check"], item["reason"]), []).append(item["node"])
+    return ["not checked: %s on %s: %s" % (check, ", ".join(nodes), reason)
+            for (check, reason), nodes in sorted(groups.items())]
+
+
+def markdown(rows, title="ds41f doctor", not_checked=()):
     n = counts(rows)
     out = ["# %s" % title, "", "%d error(s), %d warning(s)." % (n["error"], n["warn"]), ""]
     if rows:
@@ -234,6 +357,10 @@ def markdown(rows, title="ds41f doctor"):
             out.append("| %s | %s |" % (r["severity"], " | ".join(_md(r[c]) for c in COLUMNS)))
     else:
         out.append("No drift: every node matches the recipe and the site.")
+    if not_checked:
+        out += ["", "## Not checked", "", "Never counted as passing.", "", "| node | check | reason |",
+                "| --- | --- | --- |"]
+        out += ["| %s | %s | %s |" % (_md(i["node"]), _md(i["check"]), _md(i["reason"])) for i in not_checked]
     return "\n".join(out) + "\n"
 
 

@@ -3,10 +3,14 @@
 # Apache License 2.0 (see LICENSE)
 """The engine's launch spec for one rank: recipe + shape + node, nothing typed twice.
 
-``render(recipe, shape, node, cluster)`` returns the container the rank runs: image, the ``vllm serve``
-command, environment, mounts, devices, limits and labels. The tensor-parallel group, the memory sizing and
-the CUDA graph sizes come from the shape (``spark_shape``); rank, head address and ``--headless`` from the
-node; everything else from the recipe (``group_vars/all/serve.yml``). ``docker_run(spec)`` is the same spec
+``render(recipe, shape, node, cluster)`` returns the container the rank runs: image, the engine's command
+(``serve_engine``: ``vllm serve`` or SGLang, one module each under ``engines/``),
+environment, mounts, devices, limits and labels. The tensor-parallel group, the memory sizing and the CUDA
+graph sizes come from the shape (``spark_shape``); rank, head address and ``--headless`` from the
+node; the engine's fabric environment (sparknet's routing) from the node's cables and the shape's
+transport (``sparknet.py``); the launch
+details a shape was qualified with (devices, cpuset, env) from ``serve_shape_launch``; everything else from
+the recipe (``group_vars/all/serve.yml``). ``docker_run(spec)`` is the same spec
 as a ``docker run`` command line, for people and for the doctor.
 
 Pure Python: runs on the controller (filter), in modules and in unit tests.
@@ -17,27 +21,30 @@ from __future__ import annotations
 import hashlib
 import json
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import engines
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.engines import LaunchError  # noqa: F401 (the API's)
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.engines.vllm import (  # noqa: F401 (kept names)
+    NUMERIC_FLAGS,
+    RENDERED_FLAGS,
+    capture_sizes,
+    check_number,
+)
+
 # Recipe keys the spec reads; anything else in the recipe is not part of a launch.
 RECIPE_KEYS = (
     "release", "image", "container_name", "served_names", "port", "master_port", "model_dir", "model_mount",
     "entrypoint", "args", "speculative", "compilation", "env", "env_files", "mounts", "devices", "gpus",
     "cap_add", "security_opt", "ulimits", "shm_size", "memory", "cpuset", "max_model_len", "kv_cache_bytes",
+    "sparknet_env", "shape_launch", "engine",
 )
+# What the topology model gives each node (the spark_topology inventory's host variables).
+NODE_VARS = ("spark_peer_hcas", "spark_nccl_hcas", "spark_gid_index")
 # The variables recipe_from_vars() reads (the lookup dgxspark.ds41f.serve_recipe collects them).
 VAR_NAMES = tuple("serve_" + k for k in RECIPE_KEYS if k not in ("release", "env_files")) + (
-    "ds41f_release", "serve_nccl_env_file")
-# Flags the shape and the node own: written by render(), refused in the recipe's own args.
-RENDERED_FLAGS = (
-    "--served-model-name", "--host", "--port", "--tensor-parallel-size", "-tp", "--nnodes", "--node-rank",
-    "--master-addr", "--master-port", "--headless", "--max-model-len", "--max-num-seqs",
-    "--max-num-batched-tokens", "--kv-cache-memory-bytes", "--long-prefill-token-threshold",
-    "--speculative-config", "--compilation-config", "--api-key",
-)
+    "ds41f_release", "serve_nccl_env_file") + NODE_VARS
+# What a shape's entry in serve_shape_launch may set: the launch details its qualified run used.
+SHAPE_LAUNCH_KEYS = ("cpuset", "env", "device_binds", "device_cgroup_rules")
 LABEL = "ds41f"
-
-
-class LaunchError(ValueError):
-    """The recipe cannot be rendered; the message names the variable and the fix."""
 
 
 def recipe_from_vars(values):
@@ -49,16 +56,14 @@ def recipe_from_vars(values):
     return recipe
 
 
+def node_from_vars(values, rank):
+    """The node part of a launch (rank and its fabric view) from the topology's host variables."""
+    return {"rank": int(rank), "peer_hcas": values.get("spark_peer_hcas"), "hcas": values.get("spark_nccl_hcas"),
+            "gid_index": values.get("spark_gid_index")}
+
+
 def digest(value):
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
-
-
-def capture_sizes(max_rows):
-    """CUDA graph batch sizes up to the shape's decode rows: 1, 2, 4, then every multiple of 8."""
-    sizes = [s for s in (1, 2, 4) if s <= max_rows] + list(range(8, max_rows + 1, 8))
-    if sizes[-1] != max_rows:
-        sizes.append(max_rows)
-    return sizes
 
 
 def shape_key(shape, nodes, context, kv_bytes):
@@ -67,22 +72,18 @@ def shape_key(shape, nodes, context, kv_bytes):
         shape["name"], nodes, context, kv_bytes, shape["max_seqs"], shape["batched_tokens"])
 
 
-def check_recipe(recipe):
+def check_recipe(recipe, engine, shape):
+    """The recipe's fields, then the engine's own rules (its rendered flags, numeric ranges, memory rules)."""
     args = recipe.get("args") or []
     for i, arg in enumerate(args):
         if not isinstance(arg, str):
             raise LaunchError("serve_args[%d]: %r is not a string. Fix: quote it." % (i, arg))
-        name = arg.split("=", 1)[0]
-        if name in RENDERED_FLAGS:
-            raise LaunchError("serve_args[%d]: %s is rendered from the shape, node or recipe fields; remove it "
-                              "from serve_args (set serve_served_names, serve_port, serve_master_port, "
-                              "serve_max_model_len, serve_kv_cache_bytes, serve_speculative or "
-                              "serve_compilation instead)." % (i, name))
     for key in ("image", "container_name", "model_dir", "model_mount"):
         if not recipe.get(key):
             raise LaunchError("serve_%s: is empty. Fix: set it in group_vars/all/serve.yml." % key)
     if not recipe.get("served_names"):
         raise LaunchError("serve_served_names: is empty. Fix: list at least one served model name.")
+    engine.check(recipe, shape, effective_sizing(recipe, shape)[0])
 
 
 def effective_sizing(recipe, shape):
@@ -94,38 +95,57 @@ def effective_sizing(recipe, shape):
 
 
 def command(recipe, shape, node, cluster):
-    """The ``vllm serve`` arguments of one rank (what follows the image's ``vllm`` entrypoint)."""
-    nodes = cluster["nodes"]
-    context, kv_bytes = effective_sizing(recipe, shape)
-    argv = ["serve", recipe["model_mount"], "--served-model-name"] + list(recipe["served_names"])
-    argv += ["--host", "0.0.0.0", "--port", str(recipe["port"])]
-    argv += ["--tensor-parallel-size", str(nodes), "--nnodes", str(nodes), "--node-rank", str(node["rank"]),
-             "--master-addr", cluster["head_address"], "--master-port", str(recipe["master_port"])]
-    if node["rank"] != 0:
-        argv.append("--headless")
-    argv += ["--max-model-len", str(context), "--max-num-seqs", str(shape["max_seqs"]),
-             "--max-num-batched-tokens", str(shape["batched_tokens"]),
-             "--kv-cache-memory-bytes", str(kv_bytes),
-             # vLLM refuses a threshold above the context (a lab's short context meets the shape's batch here)
-             "--long-prefill-token-threshold", str(min(shape["long_prefill_threshold"], context))]
-    if recipe.get("speculative"):
-        spec = dict(recipe["speculative"], draft_tensor_parallel_size=nodes)
-        argv += ["--speculative-config", json.dumps(spec, sort_keys=True, separators=(",", ":"))]
-    if recipe.get("compilation"):
-        comp = dict(recipe["compilation"], cudagraph_capture_sizes=capture_sizes(shape["cudagraph_max_rows"]))
-        argv += ["--compilation-config", json.dumps(comp, sort_keys=True, separators=(",", ":"))]
-    return argv + list(recipe.get("args") or [])
+    """The engine's arguments of one rank (what follows the image's entrypoint)."""
+    return engines.get(recipe.get("engine")).command(recipe, shape, node, cluster, *effective_sizing(recipe, shape))
+
+
+def shape_launch(recipe, shape):
+    """This shape's entry of serve_shape_launch (its qualified run's devices, cpuset and env), checked."""
+    table = recipe.get("shape_launch") or {}
+    if not isinstance(table, dict):
+        raise LaunchError("serve_shape_launch: must map shape names to launch details. Fix: write "
+                          "{tp4-ring: {cpuset: ...}} or {} for none.")
+    extra = table.get(shape["name"]) or {}
+    for key in sorted(extra):
+        if key not in SHAPE_LAUNCH_KEYS:
+            raise LaunchError("serve_shape_launch.%s.%s: is not a launch detail. Fix: use %s." % (
+                shape["name"], key, ", ".join(SHAPE_LAUNCH_KEYS)))
+    for i, bind in enumerate(extra.get("device_binds") or []):
+        if not isinstance(bind, dict) or sorted(bind) != ["source", "target"] or any(
+                not str(v).startswith("/") or "," in str(v) for v in bind.values()):
+            raise LaunchError("serve_shape_launch.%s.device_binds[%d]: %r is not {source, target} absolute paths "
+                              "without commas. Fix: write {source: /dev/dri/by-path/...-card, target: "
+                              "/dev/dri/card0}." % (shape["name"], i, bind))
+    for key in sorted(extra.get("env") or {}):
+        if key in (recipe.get("env") or {}):
+            raise LaunchError("serve_shape_launch.%s.env.%s: is also set in serve_env. Fix: set it in one of "
+                              "them." % (shape["name"], key))
+    return extra
+
+
+def environment(recipe, shape, node, cluster, extra):
+    """The container's own env: the recipe's, the shape's launch env, then the engine's fabric env (from the
+    topology: sparknet's routing for vLLM, RoCEnante's HCAs for SGLang)."""
+    fabric = engines.get(recipe.get("engine")).fabric_env(recipe, shape, node, cluster)
+    env = {str(k): str(v) for k, v in (recipe.get("env") or {}).items()}
+    env.update({str(k): str(v) for k, v in (extra.get("env") or {}).items()})
+    env.update(fabric)
+    return dict(sorted(env.items()))
 
 
 def render(recipe, shape, node, cluster):
     """The launch spec of one rank.
 
     ``recipe``: the serve_* values without the prefix (RECIPE_KEYS); ``shape``: spark_shape;
-    ``node``: {name, rank}; ``cluster``: {nodes: count, head_address}.
+    ``node``: {rank, peer_hcas, hcas, gid_index} (``node_from_vars``); ``cluster``: {nodes: count, head_address}.
     """
     recipe = {k: recipe.get(k) for k in RECIPE_KEYS}
-    check_recipe(recipe)
-    cluster_inputs = {"recipe": recipe, "shape": shape, "cluster": cluster}
+    engine = engines.get(recipe["engine"])
+    check_recipe(recipe, engine, shape)
+    extra = shape_launch(recipe, shape)
+    # A vLLM spec stays as it was before engines were a choice: running containers' labels still match it.
+    plain = {k: v for k, v in recipe.items() if k != "engine"} if engine.NAME == engines.DEFAULT else recipe
+    cluster_inputs = {"recipe": plain, "shape": shape, "cluster": cluster}
     spec = {
         "name": recipe["container_name"],
         "image": recipe["image"],
@@ -133,20 +153,24 @@ def render(recipe, shape, node, cluster):
         "head": node["rank"] == 0,
         "entrypoint": list(recipe.get("entrypoint") or []),
         "command": command(recipe, shape, node, cluster),
-        "env": {str(k): str(v) for k, v in sorted((recipe.get("env") or {}).items())},
+        "env": environment(recipe, shape, node, cluster, extra),
         "env_files": list(recipe.get("env_files") or []),
         "mounts": list(recipe.get("mounts") or []),
         "devices": list(recipe.get("devices") or []),
+        "device_binds": [dict(b) for b in extra.get("device_binds") or []],
+        "device_cgroup_rules": list(extra.get("device_cgroup_rules") or []),
         "gpus": recipe.get("gpus") or "",
         "cap_add": list(recipe.get("cap_add") or []),
         "security_opt": list(recipe.get("security_opt") or []),
         "ulimits": list(recipe.get("ulimits") or []),
         "shm_size": recipe.get("shm_size") or "",
         "memory": recipe.get("memory") or "",
-        "cpuset": recipe.get("cpuset") or "",
+        "cpuset": recipe.get("cpuset") or extra.get("cpuset") or "",
         "port": recipe["port"],
         "served_names": list(recipe["served_names"]),
     }
+    if engine.NAME != engines.DEFAULT:
+        spec["engine"] = engine.NAME
     spec["labels"] = {
         LABEL + ".release": str(recipe["release"]),
         LABEL + ".recipe": digest(cluster_inputs),
@@ -165,6 +189,10 @@ def docker_run(spec, image=None, api_key_file=None):
         argv += ["--gpus", spec["gpus"]]
     for device in spec["devices"]:
         argv += ["--device", device]
+    for bind in spec.get("device_binds") or []:  # --mount: a by-path device name holds colons (-v splits on them)
+        argv += ["--mount", "type=bind,source=%s,target=%s" % (bind["source"], bind["target"])]
+    for rule in spec.get("device_cgroup_rules") or []:
+        argv += ["--device-cgroup-rule", rule]
     for cap in spec["cap_add"]:
         argv += ["--cap-add", cap]
     for opt in spec["security_opt"]:

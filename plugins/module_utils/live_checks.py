@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.alignment import mismatches
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import gpu
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.memory_saver_state import PACKING
 
 ALIGNED_NODE_FACTS = ("kernel", "page_size", "driver", "uvm_srcversion", "secure_boot", "governor")
 ALIGNMENT_STAGES = {"image_id": "image", "manifest_digest": "model"}
@@ -104,7 +105,7 @@ def container(node, spec, state, fix, env_files=None, ignore_env=()):
         return []
     out = []
     if not state.get("running"):
-        out.append(finding(node, "serve", "container %s" % spec["name"], "running", "stopped", fix))
+        return out  # a stopped rank is the serving group's row (serving_group); its settings are not the cause
     if spec.get("image") and spec["image"] != state.get("image"):
         out.append(finding(node, "serve", "container image", spec["image"], state.get("image"), fix))
     entrypoint = list(spec.get("entrypoint") or []) or list(state.get("image_entrypoint") or [])
@@ -128,6 +129,146 @@ def container(node, spec, state, fix, env_files=None, ignore_env=()):
         out.append(finding(node, "serve", "container mounts", ", ".join(mounts),
                            ", ".join(state.get("mounts") or []), fix))
     return out
+
+
+# -- the serving group ------------------------------------------------------------------------------
+
+def group_fix(container_name):
+    return ("restart the whole tensor-parallel group - disruptive: every rank's engine stops and the API is down "
+            "until the group is ready again: ds41f run serve -e '{\"serve_replace\": true}' (it starts the "
+            "missing rank and replaces the others; docker logs %s on the rank says why it stopped)" % container_name)
+
+
+def _rank_state(state):
+    if state is None:
+        return "absent"
+    if state.get("running"):
+        return "running"
+    logs = " | ".join(state.get("logs") or []) or "no log lines"
+    return "%s (exit code %s%s); last log: %s" % (state.get("status") or "stopped", state.get("exit_code"),
+                                                  ", OOM-killed" if state.get("oom_killed") else "", logs)
+
+
+def serving_group(hosts, head, guard_unit, served_names):
+    """The serving group's health, per rank: the engine container running, exited (exit code, last log lines)
+    or absent; the memory guard active; the head's API answering. A cluster where no rank has an engine is not
+    serving (nothing to judge): it returns no finding and says so in ``unchecked``.
+
+    Returns (findings, unchecked): ``unchecked`` as ``{node, check, reason}``."""
+    findings, unchecked = [], []
+    states = {n: h["live"].get("container") for n, h in hosts.items()}
+    specs = {n: h["live"].get("launch_spec") or {} for n, h in hosts.items()}
+    if not any(states.values()):
+        for n in sorted(hosts):
+            unchecked.append({"node": n, "check": "serving group", "reason": "no rank has an engine container "
+                              "(not serving: ds41f run serve starts the group)"})
+        return findings, unchecked
+    for n in sorted(hosts):
+        name = specs[n].get("name") or "the engine"
+        state = _rank_state(states[n])
+        if state != "running":
+            findings.append(finding(n, "serve", "container %s (rank of the tensor-parallel group)" % name,
+                                    "running", state, group_fix(name)))
+        guard = hosts[n]["live"].get("guard")
+        if guard_unit and guard is not None and guard.get("active") != "active":
+            findings.append(finding(n, "serve", "unit %s (memory guard)" % guard_unit, "active",
+                                    "%s (%s, result %s)" % (guard.get("active"), guard.get("sub"),
+                                                            guard.get("result")),
+                                    "systemctl start %s on %s (the engine runs unguarded until then; ds41f run serve "
+                                    "re-arms it too)" % (guard_unit, n)))
+    api = (hosts.get(head) or {}).get("live", {}).get("api")
+    if api:
+        findings.extend(api_findings(head, api, served_names, specs[head].get("name") or "the engine"))
+    return findings, unchecked
+
+
+def api_findings(node, api, served_names, container_name):
+    """An engine whose container runs but whose API does not answer, or lists other models."""
+    out = []
+    fix = ("the engine runs but does not serve: docker logs %s on %s says why; if it stays so, %s" % (
+        container_name, node, group_fix(container_name)))
+    if not api["health"]["ok"]:
+        out.append(finding(node, "serve", "API %s/health" % api["url"], "200 OK", api["health"]["error"] or "no answer",
+                           fix))
+    missing = [m for m in served_names if m not in api.get("models") or []]
+    if api.get("models_error") or missing:
+        out.append(finding(node, "serve", "API %s/v1/models" % api["url"], "lists %s" % ", ".join(served_names),
+                           api.get("models_error") or "lists %s" % (", ".join(api.get("models") or []) or "nothing"),
+                           fix))
+    return out
+
+
+# -- settings a real Spark drifts on -----------------------------------------------------------------
+
+
+def parse_sshd_t(text):
+    """``sshd -T`` output as {keyword: value}: lower-case keywords, the first value of repeated ones kept in a
+    list only for keywords that repeat (listenaddress, ...)."""
+    out = {}
+    for line in (text or "").splitlines():
+        key, _, value = line.strip().partition(" ")
+        if not key:
+            continue
+        if key in out:
+            out[key] = (out[key] if isinstance(out[key], list) else [out[key]]) + [value]
+        else:
+            out[key] = value
+    return out
+
+
+def sshd(node, effective, wanted):
+    """The running sshd's effective settings (``sshd -T``) against the host baseline's (``host_baseline_sshd``):
+    sshd keeps the first value it reads, so an earlier line in sshd_config or another drop-in wins."""
+    if effective is None:
+        return []
+    out = []
+    for key, value in sorted((wanted or {}).items()):
+        found = effective.get(key.lower())
+        if str(found).lower() != str(value).lower():
+            out.append(finding(node, "host_baseline", "sshd effective %s (sshd -T)" % key, str(value), found,
+                               "remove the earlier setting of %s from /etc/ssh/sshd_config or another drop-in in "
+                               "/etc/ssh/sshd_config.d (sshd keeps the first value it reads), then systemctl reload "
+                               "ssh" % key))
+    return out
+
+
+def nvidia_drm(node, params):
+    """nvidia-drm's module parameters (/sys/module/nvidia_drm/parameters): modeset and fbdev must be Y (a DGX OS
+    package sets modeset=0, which breaks the display console and the driver's own memory reporting)."""
+    if params is None:
+        return []
+    out = []
+    for key in ("modeset", "fbdev"):
+        if key in params and params[key] != "Y":
+            out.append(finding(node, "host_baseline", "nvidia-drm %s (/sys/module/nvidia_drm/parameters/%s)" % (
+                key, key), "Y", params[key], "ds41f run host_baseline (it purges the package that sets "
+                "modeset=0 and writes the modprobe option), then reboot %s" % node))
+    return out
+
+
+def memory_saver(node, assessment, readings, want):
+    """Memory-saver states that need a hand on a real Spark, as rows: the 64 KiB kernel installed but not running
+    yet (a boot pending), the module installed but not loaded, loaded from an older build, or loaded with packing
+    off. ``assessment``: memory_saver_state.assess's result; ``readings`` and ``want`` as it takes them."""
+    state = assessment["state"]
+    loaded = readings.get("uvm_loaded") or {}
+    if state == "installed" and readings.get("kernel_installed") and readings.get("running") != want["kernel"]:
+        return [finding(node, "kernel", "running kernel", want["kernel"], "%s (the 64 KiB kernel is installed and "
+                        "waits for a boot)" % readings.get("running"),
+                        "reboot %s into %s (drain it first: the engine on it stops)" % (node, want["kernel"]))]
+    if state == "installed":
+        return [finding(node, "memory_saver", "nvidia_uvm module (memory saver %s)" % want["version"], "loaded",
+                        "installed, not loaded", "ds41f run memory_saver (it loads nvidia_uvm), or reboot %s" % node)]
+    if state == "wrong-srcversion":
+        return [finding(node, "memory_saver", "nvidia_uvm srcversion (loaded)", "the memory saver's build",
+                        loaded.get("srcversion"), "ds41f run memory_saver to reload nvidia_uvm, or reboot %s when "
+                        "the GPU is in use" % node)]
+    if state == "packing-off":
+        return [finding(node, "memory_saver", "nvidia_uvm parameter %s" % PACKING, "Y",
+                        (loaded.get("parameters") or {}).get(PACKING),
+                        "reload nvidia_uvm with %s=Y (ds41f run memory_saver when the GPU is idle), or reboot %s" % (
+                            PACKING, node))]
+    return []
 
 
 # -- memory, GPU, alignment --------------------------------------------------------------------------
@@ -164,17 +305,28 @@ def alignment(readings, keys):
     return out
 
 
-def evaluate(hosts, cables, mtu, startup_gib, steady_gib, serve_fix, ignore_env=()):
-    """Every finding for the cluster. ``hosts``: {node: {"live": live_state's live, "node": ds41f_node}}."""
+def evaluate(hosts, cables, mtu, startup_gib, steady_gib, serve_fix, ignore_env=(), head=None, guard_unit="",
+             served_names=(), unchecked=None, sshd_wanted=None):
+    """Every finding for the cluster. ``hosts``: {node: {"live": live_state's live, "node": ds41f_node}}.
+    ``unchecked``, a list, receives the checks that could not be made, as ``{node, check, reason}``."""
     out = []
+    group, not_made = serving_group(hosts, head, guard_unit, served_names)
+    out.extend(group)
+    if unchecked is not None:
+        unchecked.extend(not_made)
     links = {n: h["live"].get("links", {}) for n, h in hosts.items()}
     pings = {n: h["live"].get("pings", []) for n, h in hosts.items()}
     out.extend(fabric(cables, links, pings, mtu))
     for node, h in sorted(hosts.items()):
         live = h["live"]
+        out.extend(sshd(node, live.get("sshd"), sshd_wanted))
+        out.extend(nvidia_drm(node, live.get("nvidia_drm")))
         state = live.get("container")
         serving = bool(state and state.get("running"))
-        out.extend(container(node, live.get("launch_spec"), state, serve_fix, live.get("env_files"), ignore_env))
+        # The serve stage keeps a container whose labels match its spec, so the fix removes it first.
+        name = (live.get("launch_spec") or {}).get("name") or "the engine container"
+        fix = "docker rm -f %s on %s (its rank stops: disruptive), then %s" % (name, node, serve_fix)
+        out.extend(container(node, live.get("launch_spec"), state, fix, live.get("env_files"), ignore_env))
         out.extend(memory(node, live.get("memory", {}), serving, startup_gib, steady_gib))
         out.extend(gpu_latch(node, live.get("gpus"), serving))
     readings = {}

@@ -33,11 +33,11 @@ import os
 import re
 
 FORMAT = 1
-HEX40 = re.compile(r"^[0-9a-f]{40}$")
-HEX64 = re.compile(r"^[0-9a-f]{64}$")
-DIGEST_REF = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")
-IMAGE_REF = re.compile(r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})$")
-SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+HEX40 = re.compile(r"^[0-9a-f]{40}\Z")  # \Z, not $: "$" lets a trailing newline through
+HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
+DIGEST_REF = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}\Z")
+IMAGE_REF = re.compile(r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})\Z")
+SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*\Z")
 PATCH_NAME = re.compile(r"^(\d{4})-[A-Za-z0-9._-]+\.patch$")
 BUILD_KEYS = {"memory_per_job_gib": 8, "reserve_gib": 24, "max_jobs": 10, "min_available_gib": 64}
 LABEL = "ds41f"

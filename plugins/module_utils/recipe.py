@@ -6,15 +6,24 @@
 Ansible's own role argument validation coerces: ``"false"`` passes as a bool, yet ``when: var`` on the
 string is truthy or an error. Here a value must already have the declared type, so a quoted boolean or
 number is caught on the controller, before any host is touched, with the variable and the spec named.
-Cross-field rules that no single spec can express (context against the shape, guard thresholds) live in
-``cross_checks``.
+Beside ``type``, an option's description may declare, as one item of its list (so ``ansible-doc`` shows it and
+ansible-lint's schema for argument specs still holds):
+
+- ``Range: 1 to 65535.`` / ``Range: at least 1.`` / ``Range: above 0.`` / ``Range: above 0, at most 1.``;
+- ``At least 1 element.`` (a list that must name something);
+- ``Pin: C(<regular expression>), <what it is>.`` - the whole value must match; ``Empty means unset.`` after it
+  lets ``""`` through (a pin still to be written).
+
+Cross-field rules that no single spec can express (context against the shape, guard thresholds, distinct
+listener ports) live in ``cross_checks``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import nccl
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args, image_source, nccl
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.topology import Problem
 
 _STRICT = {
@@ -38,8 +47,44 @@ def load_role_specs(roles_dir, yaml_load):
         with open(path) as handle:
             data = yaml_load(handle) or {}
         main = (data.get("argument_specs") or {}).get("main") or {}
-        specs[role] = main.get("options") or {}
+        specs[role] = {name: dict(spec, **declared(spec)) for name, spec in (main.get("options") or {}).items()}
     return specs
+
+
+_RANGE = re.compile(r"Range: (?:(?P<low>-?[0-9.]+) to (?P<high>-?[0-9.]+)|at least (?P<min>-?[0-9.]+)|"
+                    r"above (?P<above>-?[0-9.]+)(?:, at most (?P<most>-?[0-9.]+))?)\.")
+_ITEMS = re.compile(r"At least (?P<n>[0-9]+) elements?\.")
+_PIN = re.compile(r"Pin: C\((?P<pattern>.+)\), (?P<what>.+?)\.(?P<empty> Empty means unset\.)?")
+
+
+def _num(text):
+    return float(text) if "." in text else int(text)
+
+
+def declared(spec):
+    """The range, element count or pin an option's description declares (see the module docstring)."""
+    text = spec.get("description") or []
+    out = {}
+    for line in [text] if isinstance(text, str) else text:
+        match = _RANGE.fullmatch(line)
+        if match:
+            g = match.groupdict()
+            if g["low"] is not None:
+                out.update(minimum=_num(g["low"]), maximum=_num(g["high"]))
+            elif g["min"] is not None:
+                out["minimum"] = _num(g["min"])
+            else:
+                out["exclusive_minimum"] = _num(g["above"])
+                if g["most"] is not None:
+                    out["maximum"] = _num(g["most"])
+        match = _ITEMS.fullmatch(line)
+        if match:
+            out["min_items"] = int(match.group("n"))
+        match = _PIN.fullmatch(line)
+        if match:
+            out.update(pattern=match.group("pattern"), pattern_what=match.group("what"),
+                       allow_empty=bool(match.group("empty")))
+    return out
 
 
 def _type_ok(value, kind):
@@ -57,8 +102,46 @@ def _describe(value):
     return "%r (%s)" % (value, type(value).__name__)
 
 
-def check_value(name, value, spec, where):
-    """Problems with one variable's value against its spec (type, choices, list elements)."""
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _range_text(spec):
+    low = ("above %s" % spec["exclusive_minimum"]) if "exclusive_minimum" in spec else (
+        ("at least %s" % spec["minimum"]) if "minimum" in spec else None)
+    high = ("at most %s" % spec["maximum"]) if "maximum" in spec else None
+    if "minimum" in spec and "maximum" in spec:
+        return "from %s to %s" % (spec["minimum"], spec["maximum"])
+    return " and ".join(t for t in (low, high) if t)
+
+
+def check_range(name, value, spec, where, origin=None):
+    """Problems with a number against minimum / exclusive_minimum / maximum of its spec."""
+    if not _number(value):
+        return []
+    low_ok = value > spec["exclusive_minimum"] if "exclusive_minimum" in spec else value >= spec.get("minimum", value)
+    if low_ok and value <= spec.get("maximum", value):
+        return []
+    return [Problem(name, "%r is out of range: %s declares %s%s." % (
+        value, where, _range_text(spec), " (value from %s)" % origin if origin else ""),
+        "set %s to a number %s." % (name, _range_text(spec)))]
+
+
+def check_pin(name, value, spec, where, origin=None):
+    """Problems with a string against the spec's pattern (the whole value must match)."""
+    if not isinstance(value, str) or "pattern" not in spec:
+        return []
+    if value == "" and spec.get("allow_empty"):
+        return []
+    if re.fullmatch(spec["pattern"], value):
+        return []
+    what = spec.get("pattern_what", "a value matching %s" % spec["pattern"])
+    return [Problem(name, "%r is not %s (%s; value from %s)." % (value, what, where, origin or "the recipe"),
+                    "set %s to %s where that value is written." % (name, what))]
+
+
+def check_value(name, value, spec, where, origin=None):
+    """Problems with one variable's value against its spec (type, choices, list elements, range, pin)."""
     problems = []
     kind = spec.get("type", "str")
     if not _type_ok(value, kind):
@@ -84,17 +167,61 @@ def check_value(name, value, spec, where):
                 problems.append(Problem("%s[%d]" % (name, i),
                                         "%r is not one of %s." % (item, ", ".join(map(str, choices))),
                                         "use one of: %s." % ", ".join(map(str, choices))))
+            elif isinstance(item, str) and spec["elements"] == "str" and not item.strip():
+                problems.append(Problem("%s[%d]" % (name, i), "is an empty string.", "name something or remove it."))
+    if kind in ("list", "dict") and len(value) < spec.get("min_items", 0):
+        problems.append(Problem(name, "is empty, but %s needs at least %d %s%s." % (
+            where, spec["min_items"], "element" if kind == "list" else "key",
+            " (value from %s)" % origin if origin else ""), "list what it must name."))
+    problems.extend(check_range(name, value, spec, where, origin))
+    problems.extend(check_pin(name, value, spec, where, origin))
     return problems
 
 
-def check_vars(values, specs):
-    """Check every defined variable that some role declares. ``values``: {name: value}."""
+def check_vars(values, specs, origins=None):
+    """Check every defined variable that some role declares. ``values``: {name: value}; ``origins``:
+    {name: where the value is written}, for the messages."""
     problems = []
+    origins = origins or {}
     for role, options in specs.items():
         for name, spec in options.items():
             if name in values:
                 problems.extend(check_value(name, values[name], spec,
-                                            "roles/%s/meta/argument_specs.yml" % role))
+                                            "roles/%s/meta/argument_specs.yml" % role, origins.get(name)))
+    return problems
+
+
+# Every TCP port a stage opens on a node, with the variable that sets it (a dotted name is a key of a dict).
+LISTENERS = ("serve_port", "serve_master_port", "model_share_port", "image_share_port",
+             "host_baseline_health.ssh_port")
+
+
+def _lookup(values, dotted):
+    head, _, key = dotted.partition(".")
+    value = values.get(head)
+    if key:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def port_checks(values):
+    """Every listener port in 1-65535, and no two listeners on one port."""
+    problems, seen = [], {}
+    for name in LISTENERS:
+        port = _lookup(values, name)
+        if port is None:
+            continue
+        if not (isinstance(port, int) and not isinstance(port, bool)) or not 1 <= port <= 65535:
+            if "." in name:  # plain variables are range-checked against their spec already
+                problems.append(Problem(name, "%r is not a TCP port from 1 to 65535." % (port,),
+                                        "set %s to a port from 1 to 65535 (no quotes)." % name))
+            continue
+        if port in seen:
+            problems.append(Problem(name, "port %d is also %s: two listeners cannot share a port." % (port, seen[port]),
+                                    "give %s a port no other listener uses (%s)." % (
+                                        name, ", ".join("%s=%d" % (v, k) for k, v in sorted(seen.items())))))
+        else:
+            seen[port] = name
     return problems
 
 
@@ -119,5 +246,18 @@ def cross_checks(cluster, values):
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (start, steady)) and start <= steady:
         problems.append(Problem(guard_field, "%s GiB is not above the steady guard (%s GiB)." % (
             start, steady), "the startup guard must exceed the steady one, e.g. 5 and 3."))
+    for name in ("startup_gib", "steady_gib"):
+        value = per_shape.get(name) if isinstance(per_shape, dict) else None
+        if value is not None and (not _number(value) or value <= 0):
+            problems.append(Problem("%s.%s" % (guard_field, name), "%r is not a positive number of GiB." % (value,),
+                                    "write a number above 0, e.g. 5 (startup) and 3 (steady)."))
+    problems.extend(port_checks(values))
+    for name in sorted(n for n in values if n.startswith("host_baseline_sysctl_")):
+        problem = args.sysctl_values(values[name] if isinstance(values[name], dict) else {}, name)
+        if problem:
+            field, _, rest = problem.partition(": ")
+            message, _, fix = rest.partition(" Fix: ")
+            problems.append(Problem(field, message, fix))
     problems.extend(nccl.problems(shape.fabric, values))  # fabric stage: NCCL profile against shape and build
+    problems.extend(image_source.problems(values))  # image stage: build or adopt, never both
     return problems

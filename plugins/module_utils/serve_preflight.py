@@ -16,6 +16,13 @@ def short(image_id):
     return (image_id or "?").replace("sha256:", "")[:12]
 
 
+def _problem(text, node, setting, expected, found, consent=False):
+    """One reason not to start: its sentence (``text``, with its fix after "Fix: ") and the cause as a row."""
+    fix = text.split(" Fix: ", 1)[1] if " Fix: " in text else text
+    return {"text": text, "node": node, "setting": setting, "expected": expected, "found": found,
+            "fix": fix.rstrip("."), "consent": consent}
+
+
 def _running(reading):
     found = (reading.get("serve") or {}).get("container")
     return found if found and found.get("running") else None
@@ -26,15 +33,18 @@ def _image_problems(nodes, image_ref):
     for node in nodes:
         image_id = node["serve"].get("image_id")
         if not image_id:
-            problems.append("%s does not hold the image %s. Fix: run the image stage (it ships one image to every "
-                            "node)." % (node["name"], image_ref))
+            problems.append(_problem("%s does not hold the image %s. Fix: run the image stage (it ships one image "
+                                     "to every node)." % (node["name"], image_ref), node["name"],
+                                     "image %s" % image_ref, "present", "absent"))
         else:
             ids.setdefault(image_id, []).append(node["name"])
     if len(ids) > 1:
         ordered = sorted(ids.items(), key=lambda kv: -len(kv[1]))
         found = "; ".join("%s on %s" % (short(i), ", ".join(n)) for i, n in ordered)
-        problems.append("the image %s has different IDs across nodes (%s). Fix: run the image stage: it ships one "
-                        "image with docker save | docker load; never rebuild it per node." % (image_ref, found))
+        problems.append(_problem("the image %s has different IDs across nodes (%s). Fix: run the image stage: it "
+                                 "ships one image with docker save | docker load; never rebuild it per node." % (
+                                     image_ref, found), "all", "image %s ID" % image_ref, "the same on every node",
+                                 found))
     return problems, ids
 
 
@@ -46,8 +56,9 @@ def check(nodes, shape, settings):
     for node in nodes:
         serve = node["serve"]
         if not serve.get("docker", {}).get("ok"):
-            problems.append("%s: docker does not answer (%s). Fix: start Docker (systemctl start docker)." % (
-                node["name"], serve.get("docker", {}).get("version") or "no reply"))
+            problems.append(_problem("%s: docker does not answer (%s). Fix: start Docker (systemctl start docker)." % (
+                node["name"], serve.get("docker", {}).get("version") or "no reply"), node["name"], "unit docker",
+                "answering", serve.get("docker", {}).get("version") or "no reply"))
         page = (node.get("node") or {}).get("page_size")
         container = (node.get("node") or {}).get("container")
         if container:
@@ -56,38 +67,46 @@ def check(nodes, shape, settings):
         elif page != shape["page_size"]:
             fix = ("run the kernel stage (the 64 KiB kernel) on %s" % node["name"] if shape["page_size"] == 65536
                    else "boot %s into the stock 4 KiB kernel, or use a 64 KiB shape" % node["name"])
-            problems.append("%s: the running kernel's page size is %s, but %s needs %d. Fix: %s." % (
+            problems.append(_problem("%s: the running kernel's page size is %s, but %s needs %d. Fix: %s." % (
                 node["name"], "unreadable" if page is None else "%d bytes" % page, shape["name"],
-                shape["page_size"], fix))
+                shape["page_size"], fix), node["name"], "running kernel page size", shape["page_size"], page))
         fabric = node.get("fabric")
         if fabric is not None and not fabric.get("ok"):
-            problems.append("%s: the fabric check fails (%s). Fix: run the fabric stage and fix what its check "
-                            "names." % (node["name"], fabric.get("message") or "no detail"))
+            problems.append(_problem("%s: the fabric check fails (%s). Fix: run the fabric stage and fix what its "
+                                     "check names." % (node["name"], fabric.get("message") or "no detail"),
+                                     node["name"], "fabric check", "every path passes",
+                                     fabric.get("message") or "no detail"))
         model = serve.get("model") or {}
         if not model.get("verified"):
             if not model.get("config"):
                 what = "no config.json there"
             else:
                 what = "%s names %s" % (model.get("info"), model.get("info_path") or "no verified checkpoint")
-            problems.append("%s: the model at %s is not verified (%s). Fix: run the model stage." % (
-                node["name"], model.get("dir"), what))
+            problems.append(_problem("%s: the model at %s is not verified (%s). Fix: run the model stage." % (
+                node["name"], model.get("dir"), what), node["name"], "checkpoint %s" % model.get("dir"),
+                "verified", what))
         for path in serve.get("env_files_missing") or []:
-            problems.append("%s: the env file %s is missing. Fix: run the fabric stage (it writes the NCCL "
-                            "environment), or set serve_nccl_env_file to ''." % (node["name"], path))
+            problems.append(_problem("%s: the env file %s is missing. Fix: run the fabric stage (it writes the NCCL "
+                                     "environment), or set serve_nccl_env_file to ''." % (node["name"], path),
+                                     node["name"], "file %s" % path, "present", "absent"))
 
     image_problems, ids = _image_problems(nodes, settings["image"])
     problems += image_problems
 
     if not shape.get("qualified_reference") and not settings.get("unqualified_shape"):
-        problems.append("%s is not qualified for release %s (no release benchmark names it). Fix: set "
-                        "serve_unqualified_shape=true to start it anyway." % (shape["name"], settings["release"]))
+        problems.append(_problem("%s is not qualified for release %s (no release benchmark names it). Fix: set "
+                                 "serve_unqualified_shape=true to start it anyway." % (shape["name"],
+                                                                                       settings["release"]),
+                                 "all", "setting serve_unqualified_shape", "true (the shape is unqualified)",
+                                 "false"))
 
     ports = head["serve"].get("ephemeral_ports")
     port = settings["master_port"]
     if ports and ports[0] <= port <= ports[1]:
-        problems.append("serve_master_port %d lies inside %s's ephemeral port range %d-%d, where any outgoing "
-                        "connection may take it first. Fix: choose a port below %d (the seeds use 9999)." % (
-                            port, head["name"], ports[0], ports[1], ports[0]))
+        problems.append(_problem("serve_master_port %d lies inside %s's ephemeral port range %d-%d, where any "
+                                 "outgoing connection may take it first. Fix: choose a port below %d (the seeds use "
+                                 "9999)." % (port, head["name"], ports[0], ports[1], ports[0]), head["name"],
+                                 "setting serve_master_port", "below %d" % ports[0], port))
 
     start, running = False, []
     for node in nodes:
@@ -109,15 +128,24 @@ def check(nodes, shape, settings):
             old_shape = found["labels"].get("ds41f.shape")
             new_shape = node["spec"]["labels"]["ds41f.shape"]
             if old_shape and old_shape != new_shape and not settings.get("allow_reshape"):
-                problems.append("%s runs an engine of another shape (%s; this start is %s). Fix: set "
-                                "serve_allow_reshape=true to change the running engine's shape." % (
-                                    node["name"], old_shape, new_shape))
+                problems.append(_problem("%s runs an engine of another shape (%s; this start is %s). Fix: set "
+                                         "serve_allow_reshape=true to change the running engine's shape." % (
+                                             node["name"], old_shape, new_shape), node["name"],
+                                         "container %s shape" % node["spec"]["name"], new_shape, old_shape,
+                                         consent=True))
             elif not settings.get("replace"):
-                problems.append("%s already runs %s (release %s, image %s); this start is release %s (image %s). "
-                                "Fix: set serve_replace=true to replace it (it is kept aside and restored if the new "
-                                "start fails)." % (
-                                    node["name"], node["spec"]["name"], found["labels"].get("ds41f.release", "?"),
-                                    short(found.get("image_id")), settings["release"],
-                                    short(settings.get("image_id") or node["serve"].get("image_id"))))
-    plan = {"start": start, "replacing": replacing, "image_ids": ids, "unchecked": unchecked}
-    return problems, plan
+                problems.append(_problem(
+                    "%s already runs %s (release %s, image %s); this start is release %s (image %s). Fix: set "
+                    "serve_replace=true to replace it (it is kept aside and restored if the new start fails)." % (
+                        node["name"], node["spec"]["name"], found["labels"].get("ds41f.release", "?"),
+                        short(found.get("image_id")), settings["release"],
+                        short(settings.get("image_id") or node["serve"].get("image_id"))),
+                    node["name"], "container %s" % node["spec"]["name"], "replaced with consent",
+                    "running, no consent", consent=True))
+    # A consent problem is what a start would do, not a cause: in the doctor the causes are the rows (the rank
+    # that does not run its spec is the serving group's row), and the rest of the stage is not checked.
+    causes = [{k: p[k] for k in ("node", "setting", "expected", "found", "fix")} for p in problems
+              if not p["consent"]]
+    plan = {"start": start, "replacing": replacing, "image_ids": ids, "unchecked": unchecked, "causes": causes,
+            "consent_needed": [p["text"] for p in problems if p["consent"]]}
+    return [p["text"] for p in problems], plan

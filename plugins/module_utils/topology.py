@@ -323,6 +323,7 @@ class Cluster:
 # Building the model from a site dict (the inventory plugin's input)
 # ---------------------------------------------------------------------------------------------------
 
+PLUGIN = "dgxspark.ds41f.spark_topology"
 SITE_KEYS = {
     "plugin": "the inventory plugin name (dgxspark.ds41f.spark_topology)",
     "shape": "the cluster shape",
@@ -339,9 +340,25 @@ SITE_KEYS = {
 }
 NODE_KEYS = ("name", "address", "rank", "management_interface", "cables")
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
-_IFNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$")
-_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Matched with fullmatch: "$" would let a trailing newline through.
+_NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+_IFNAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}")
+_VAR_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_USER_RE = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
+
+
+def _not_unicast(ip):
+    """What kind of non-host address ``ip`` is, or None for a usable unicast host address."""
+    for kind, test in (("the unspecified address", lambda a: a == netaddr.IPAddress("0.0.0.0")),
+                       ("a loopback address", lambda a: a.is_loopback()),
+                       ("a link-local address", lambda a: a.is_link_local()),
+                       ("a multicast address", lambda a: a.is_multicast()),
+                       ("the limited broadcast address", lambda a: a == netaddr.IPAddress("255.255.255.255")),
+                       ("a reserved address (240.0.0.0/4)", lambda a: a in netaddr.IPNetwork("240.0.0.0/4")),
+                       ("in 0.0.0.0/8 (this network)", lambda a: a in netaddr.IPNetwork("0.0.0.0/8"))):
+        if test(ip):
+            return kind
+    return None
 
 
 def _is_int(value):
@@ -377,9 +394,12 @@ class _Builder:
                 known = ", ".join(sorted(SITE_KEYS))
                 self.bad(str(key), "is not a site setting.", "remove it or use one of: %s." % known)
 
+        if site.get("plugin", PLUGIN) not in (PLUGIN, "spark_topology"):
+            self.bad("plugin", "%r is not this inventory plugin." % (site.get("plugin"),),
+                     "write plugin: %s." % PLUGIN)
         shape = self.shape()
-        ssh_user = self.optional_str("ssh_user", None, r"^[a-z_][a-z0-9_.-]*$", "a Unix user name")
-        mgmt_if = self.optional_str("management_interface", DEFAULT_MANAGEMENT_INTERFACE, _IFNAME_RE.pattern,
+        ssh_user = self.optional_str("ssh_user", None, _USER_RE, "a Unix user name")
+        mgmt_if = self.optional_str("management_interface", DEFAULT_MANAGEMENT_INTERFACE, _IFNAME_RE,
                                     "a network interface name of at most 15 characters")
         gid = self.gid_index()
         mtu = self.int_setting("mtu", DEFAULT_MTU, 1280, 9216)
@@ -412,7 +432,7 @@ class _Builder:
         value = self.site.get(key, default)
         if value is None:
             return None
-        if not isinstance(value, str) or not re.match(pattern, value):
+        if not isinstance(value, str) or not pattern.fullmatch(value):
             self.bad(key, "%r is not %s." % (value, what), "set %s to %s." % (key, what))
             return default
         return value
@@ -459,7 +479,7 @@ class _Builder:
             self.bad("vars", "must be a mapping of variable names to values.", "write vars: {name: value}.")
             return {}
         for key in value:
-            if not isinstance(key, str) or not _VAR_RE.match(key):
+            if not isinstance(key, str) or not _VAR_RE.fullmatch(key):
                 self.bad("vars.%s" % key, "is not a valid variable name.", "use letters, digits and underscores.")
         return dict(value)
 
@@ -499,7 +519,7 @@ class _Builder:
             self.bad("nodes", "some nodes give a rank and some do not.",
                      "give every node a rank, or none (list order is then the rank).")
         nodes = []
-        seen_names, seen_addrs, seen_ranks = {}, {}, {}
+        seen_names, seen_lower, seen_addrs, seen_ranks = {}, {}, {}, {}
         for i, item in enumerate(raw):
             where = "nodes[%d]" % i
             if not isinstance(item, dict):
@@ -510,15 +530,16 @@ class _Builder:
                 if key not in NODE_KEYS:
                     self.bad("%s.%s" % (where, key), "is not a node setting.", "use: %s." % ", ".join(NODE_KEYS))
             name = item.get("name")
-            if not isinstance(name, str) or not _NAME_RE.match(name):
+            if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
                 self.bad(where + ".name", "%r is not a valid host name." % (name,),
                          "use letters, digits and '-', e.g. dgx%d." % (i + 1))
                 name = None
-            elif name in seen_names:
-                self.bad(where + ".name", "%s is also nodes[%d]." % (name, seen_names[name]),
-                         "give every node a distinct name.")
+            elif name.lower() in seen_lower:  # host names are case-insensitive: DGX1 and dgx1 are one host
+                self.bad(where + ".name", "%s is also nodes[%d] (host names ignore case)." % (
+                    name, seen_lower[name.lower()]), "give every node a distinct name.")
             else:
                 seen_names[name] = i
+                seen_lower[name.lower()] = i
             addr = item.get("address")
             try:
                 if not isinstance(addr, str):
@@ -529,6 +550,10 @@ class _Builder:
                 addr = str(ip)
             except (ValueError, netaddr.AddrFormatError):
                 self.bad(where + ".address", "%r is not an IPv4 address." % (addr,),
+                         "give the node's management IPv4 address, e.g. 192.168.1.%d." % (11 + i))
+                addr = None
+            if addr is not None and _not_unicast(ip):
+                self.bad(where + ".address", "%s is %s, not a host's unicast address." % (addr, _not_unicast(ip)),
                          "give the node's management IPv4 address, e.g. 192.168.1.%d." % (11 + i))
                 addr = None
             if addr is not None:
@@ -548,7 +573,7 @@ class _Builder:
                              "give every node a distinct rank.")
                 seen_ranks.setdefault(rank, i)
             mif = item.get("management_interface", default_if)
-            if not isinstance(mif, str) or not _IFNAME_RE.match(mif):
+            if not isinstance(mif, str) or not _IFNAME_RE.fullmatch(mif):
                 self.bad(where + ".management_interface", "%r is not an interface name." % (mif,),
                          "use the node's management netdev, e.g. enP7s7.")
             nodes.append((Node(name or "?", rank, addr or "?", mif), item.get("cables")))
@@ -749,6 +774,12 @@ class _Builder:
                     self.bad("nodes[%d].address" % self._raw_index[node.name],
                              "%s is outside management_network %s." % (ip, mgmt_net.cidr),
                              "correct the address or the management_network.")
+                elif mgmt_net.prefixlen <= 30 and ip in (mgmt_net.network, mgmt_net.broadcast):
+                    self.bad("nodes[%d].address" % self._raw_index[node.name],
+                             "%s is the %s address of management_network %s, not a host address." % (
+                                 ip, "network" if ip == mgmt_net.network else "broadcast", mgmt_net.cidr),
+                             "give the node's own address, from %s to %s." % (
+                                 mgmt_net.network + 1, mgmt_net.broadcast - 1))
 
     def carve(self, pool, k, count):
         if pool.prefixlen > 24:

@@ -17,7 +17,7 @@ COLOURS = {
     "warn": "#f9a825",
     "drift": "#e65100",
     "down": "#c62828",
-    "unchecked": "#607d8b",
+    "unchecked": "#9e9e9e",  # grey
 }
 STATUS_WORDS = {"ok": "ok", "warn": "warning", "drift": "drift", "down": "down", "unchecked": "not checked"}
 PATH_GAP = 0.06  # the two PCIe paths of one cable are drawn side by side, this far apart
@@ -44,13 +44,13 @@ def _towards(p, q, fraction):
 
 def layout(cluster, node_status=None, path_status=None):
     """Nodes and paths with positions, labels and status, ready to draw."""
-    checked = node_status is not None  # without a check, everything is drawn as "not checked"
+    # Only a check colours: a node or path no check read (absent from the status maps) is "not checked".
     node_status = node_status or {}
     path_status = path_status or {}
     positions = dict(zip((n.name for n in cluster.nodes), _circle(len(cluster.nodes)), strict=True))
     nodes = []
     for n in cluster.nodes:
-        status = node_status.get(n.name, "ok" if checked else "unchecked")
+        status = node_status.get(n.name, "unchecked")
         nodes.append({"name": n.name, "rank": n.rank, "head": n.rank == 0, "address": n.address,
                       "xy": positions[n.name], "status": status})
     paths = []
@@ -66,7 +66,7 @@ def layout(cluster, node_status=None, path_status=None):
             a = positions[row["a"]]
             start, end = _offset(_towards(a, (0, 0), 0.15), _towards(a, (0, 0), 0.8),
                                  (k - (len(rails) - 1) / 2.0) * PATH_GAP)
-            paths.append(_path(row, start, end, path_status, checked, labels=[]))
+            paths.append(_path(row, start, end, path_status, labels=[]))
         for n in cluster.nodes:  # one label per node: its netdev and address on every rail
             mine = [p for p in paths if p["a"] == n.name]
             text = "\n".join("%s %s" % (r["a_netdev"], r["addresses"][n.name])
@@ -78,7 +78,7 @@ def layout(cluster, node_status=None, path_status=None):
             side = 1 if row["path"] % 2 else -1  # the two PCIe paths of a cable, one on each side
             start, end = _offset(_towards(a, b, 0.2), _towards(a, b, 0.8), side * PATH_GAP / 2)
             text_start, text_end = _offset(start, end, side * LABEL_GAP)
-            paths.append(_path(row, start, end, path_status, checked, labels=[
+            paths.append(_path(row, start, end, path_status, labels=[
                 (row["a_netdev"] + "\n" + row["addresses"][row["a"]], _towards(text_start, text_end, 0.12)),
                 (row["b_netdev"] + "\n" + row["addresses"][row["b"]], _towards(text_start, text_end, 0.88)),
             ], mid=_towards(text_start, text_end, 0.5)))
@@ -87,8 +87,8 @@ def layout(cluster, node_status=None, path_status=None):
             "nodes": nodes, "paths": paths, "switch": switch}
 
 
-def _path(row, start, end, path_status, checked, labels, mid=None):
-    status = path_status.get(row["cidr"], "ok" if checked else "unchecked")
+def _path(row, start, end, path_status, labels, mid=None):
+    status = path_status.get(row["cidr"], "unchecked")
     return {"cidr": row["cidr"], "a": row["a"], "b": row["b"], "start": start, "end": end,
             "status": status, "labels": labels, "mid": mid or _towards(start, end, 0.5)}
 

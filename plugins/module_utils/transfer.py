@@ -28,9 +28,10 @@ import threading
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from ansible.module_utils.urls import open_url
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.manifest import CHUNK, PART_SUFFIX
 
@@ -263,9 +264,10 @@ class Peer:
 
 
 def _request(url, token, node, method="GET", headers=None, timeout=30):
-    req = urllib.request.Request(url, method=method, headers=dict(headers or {}, **{
-        TOKEN_HEADER: token, NODE_HEADER: node}))
-    return urllib.request.urlopen(req, timeout=timeout)
+    # Node to node over the fabric or the management network: a node's http_proxy must never carry these
+    # streams (a proxy cannot reach the fabric), so the proxy settings are off. HTTP errors raise HTTPError.
+    return open_url(url, method=method, headers=dict(headers or {}, **{TOKEN_HEADER: token, NODE_HEADER: node}),
+                    timeout=timeout, use_proxy=False, follow_redirects="none")
 
 
 def _url(address, port):

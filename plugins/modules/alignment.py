@@ -42,7 +42,7 @@ attributes:
     support: full
     description: Runs as an action plugin on the controller.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

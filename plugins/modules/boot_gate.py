@@ -33,7 +33,7 @@ options:
     description: Where a passed gate records the running release (JSON).
     type: path
   record_kernel:
-    description: The release to record after a passed gate (default O(expect.kernel)).
+    description: The release to record after a passed gate (default the C(kernel) of O(expect)).
     type: str
   settle_timeout:
     description: Seconds to wait for systemd to leave "starting" before judging.
@@ -50,7 +50,7 @@ attributes:
     support: full
     description: The record is written only when its content changes.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -80,7 +80,8 @@ verdict:
   returned: when before is given
   type: dict
 record:
-  description: The record's content now (kernel, boot), or null.
+  description: The record's content now (kernel, boot, and which of the gate's checks it C(checked) and which
+    stayed C(unchecked), with the reason - in a lab node the kernel, page size and driver are the host's), or null.
   returned: always
   type: dict
 """
@@ -155,7 +156,12 @@ def main():
     expect = dict(p["expect"], boot=p["before"])
     verdict = kernel_plan.gate(expect, seen, container=bool(platform.container(host)))
     if verdict["ok"] and p["record"]:
-        wanted = {"kernel": p["record_kernel"] or expect.get("kernel"), "boot": token}
+        # What the gate read and what it could not (a lab node runs the host's kernel): the record says which.
+        checked = ["new boot", "systemd"] + [n for n in ("kernel", "page size", "driver")
+                                             if expect.get(n.replace(" ", "_")) is not None
+                                             and not any(u.startswith(n + " ") for u in verdict["unchecked"])]
+        wanted = {"kernel": p["record_kernel"] or expect.get("kernel"), "boot": token, "checked": checked,
+                  "unchecked": verdict["unchecked"]}
         if wanted != record:
             plan.change(p["record"], json.dumps(wanted, sort_keys=True), json.dumps(record, sort_keys=True),
                         "record %s as running in %s" % (wanted["kernel"], p["record"]),

@@ -16,6 +16,10 @@ description:
   - The serving container's command, every environment variable, mounts and image against the rendered launch
     spec; memory headroom against the startup guard (before serving) or the steady guard (while serving), a
     warning within 1 GiB of it; the GPU clock latch (an SM clock under 1000 MHz while serving).
+  - The serving group's health, per rank - the engine container running, exited (exit code and last log
+    lines) or absent, the memory guard active - and the head's API answering (C(/health), C(/v1/models)); a
+    dead rank's fix restarts the whole group and says that it is disruptive.
+  - sshd's effective settings (C(sshd -T)) against O(sshd); nvidia-drm's modeset and fbdev parameters.
   - Cross-node alignment of kernel, page size, driver, memory-saver srcversion, Secure Boot, governor, image ID
     and checkpoint manifest, as errors.
   - Never fails because of a finding; the verdict is M(dgxspark.ds41f.doctor_report)'s.
@@ -35,12 +39,24 @@ options:
   serve_fix:
     description: The command that puts the rendered launch spec back in place, printed as the fix of container drift.
     type: str
-    default: ds41f run serve -e serve_replace=true
+    default: "ds41f run serve -e '{\"serve_replace\": true}'"
   ignore_env:
     description: Container environment variables never compared or shown (secrets set from files).
     type: list
     elements: str
     default: [VLLM_API_KEY]
+  guard_unit:
+    description: The memory guard's unit; a rank whose guard is not active is a finding while the group serves.
+    type: str
+    default: ""
+  served_names:
+    description: The model names the head's C(/v1/models) must list.
+    type: list
+    elements: str
+    default: []
+  sshd:
+    description: sshd settings (keyword to value) the running sshd's C(sshd -T) must show (C(host_baseline_sshd)).
+    type: dict
 extends_documentation_fragment: [dgxspark.ds41f.read_only]
 attributes:
   check_mode:
@@ -50,7 +66,7 @@ attributes:
     support: full
     description: Runs as an action plugin on the controller.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -68,4 +84,15 @@ findings:
   elements: dict
   sample: [{node: dgx2, stage: fabric, setting: enp1s0f1np1 mtu, expected: 9000, found: 1500, severity: error,
             fix: "ip link set dev enp1s0f1np1 mtu 9000 now, then ds41f run fabric to keep it", path: 10.12.1.0/24}]
+checked:
+  description: What the live checks read - the nodes and the fabric paths (CIDRs) with a reading at both ends;
+    the picture colours only these.
+  returned: always
+  type: dict
+  sample: {nodes: [dgx1, dgx2, dgx3], paths: [10.12.1.0/24]}
+skipped_checks:
+  description: Checks not made, each C({node, check, reason}) (a node without a reading, a cluster not serving).
+  returned: always
+  type: list
+  elements: dict
 """

@@ -63,7 +63,7 @@ notes:
   - The pings leave through the netdev of the path (C(ping -I)), so a path is only reported good when
     that very cable carries the traffic.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -97,25 +97,15 @@ drift:
   elements: dict
 """
 
-import subprocess
-
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import fabric_check as fc
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import links as live
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import lldp
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import platform, rdma
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Unavailable, module_host
-
-
-def ping_all(jobs):
-    """Run every ping at once (a node has up to 14 peers on a switch); [(rc, out, err)] in job order."""
-    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for argv in jobs]
-    results = []
-    for proc in procs:
-        out, err = proc.communicate()
-        results.append((proc.returncode, out, err))
-    return results
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.run_all import run_all
 
 
 def neighbours(module):
@@ -142,6 +132,13 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    link_keys = {"netdev": str, "hca": str, "port": int, "pcie": int, "peers": list}
+    checks.fail_on(module, checks.elements(p["links"], "links", link_keys),
+                   checks.int_range(p["mtu"], "mtu", 1280, 9216), checks.gid_index(p["gid_index"]),
+                   checks.int_range(p["count"], "count", 1, 100), checks.int_range(p["timeout"], "timeout", 1, 60),
+                   checks.int_range(p["speed_mbps"], "speed_mbps", 1),
+                   checks.binary("ping", p["node"], module.get_bin_path)
+                   if any(link.get("peers") for link in p["links"]) else None)
     node, mtu, links = p["node"], p["mtu"], sorted(p["links"], key=lambda item: (item["port"], item["pcie"]))
     policy = p["gid_index"] if p["gid_index"] == "auto" else int(p["gid_index"])
     try:
@@ -162,7 +159,7 @@ def main():
             cable[link["netdev"]] = row["message"] if row["status"] == "fail" else None
 
     jobs = [(link, peer) for link in links for peer in link["peers"]]
-    results = ping_all([fc.ping_argv(link["netdev"], peer["address"], mtu, p["count"], p["timeout"])
+    results = run_all([fc.ping_argv(link["netdev"], peer["address"], mtu, p["count"], p["timeout"])
                         for link, peer in jobs])
     for (link, peer), (rc, out, err) in zip(jobs, results, strict=True):
         rows.append(fc.path_row(node, link, peer, fc.parse_ping(rc, out, err), mtu, local[link["netdev"]],

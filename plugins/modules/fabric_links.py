@@ -47,7 +47,7 @@ attributes:
     support: full
     description: A node that matches the site is left alone.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -78,6 +78,7 @@ drift:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import links as live
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.netplan import ARP_SETTINGS
@@ -101,6 +102,11 @@ def main():
         },
         supports_check_mode=True,
     )
+    checks.fail_on(module, checks.elements(module.params["links"], "links",
+                                           {"netdev": str, "address": str, "prefix": int}),
+                   checks.elements(module.params["routes"], "routes", {"to": str, "via": str, "netdev": str}),
+                   checks.int_range(module.params["mtu"], "mtu", 1280, 9216),
+                   checks.binary("ip", module.params["node"], module.get_bin_path))
     node, mtu = module.params["node"], module.params["mtu"]
     plan = Plan(module)
 

@@ -29,7 +29,7 @@ options:
     required: true
 extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -50,11 +50,18 @@ lldpd:
   description: Whether lldpd is installed (the role installs it only when it is not).
   returned: always
   type: bool
+drift:
+  description: On failure, each missing fabric netdev as a drift row (the doctor's cause, with the cable's far end).
+  returned: failure
+  type: list
+  elements: dict
 """
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 
 TOOLS = ("ip", "ping", "netplan")
 
@@ -68,12 +75,17 @@ def main():
         },
         supports_check_mode=True,
     )
+    checks.fail_on(module, checks.elements(module.params["links"], "links",
+                                           {"netdev": str, "port": int, "pcie": int}))
     node = module.params["node"]
     present = sorted(os.listdir("/sys/class/net"))
-    problems = []
+    problems, drift = [], []
     for link in module.params["links"]:
         if link["netdev"] not in present:
             far = "%s %s" % (link["peer"], link["peer_netdev"]) if link.get("peer") else "the switch"
+            drift.append({"setting": "%s link" % link["netdev"], "expected": "present (cabled to %s)" % far,
+                          "found": "missing", "fix": "check the cable at %s %s and %s; in the lab, `ds41f lab up` "
+                          "re-wires it" % (node, link["netdev"], far)})
             problems.append(
                 "%s has no netdev %s (port %d, PCIe path %d, cabled to %s in the site file). Fix: check that "
                 "the ConnectX-7 driver is loaded and the port is named as on a DGX Spark (`ip link`); in the "
@@ -89,7 +101,7 @@ def main():
                 node, tool, "netplan.io" if tool == "netplan" else "iproute2" if tool == "ip" else "iputils-ping"))
     if problems:
         module.fail_json(msg="fabric preflight failed on %s; nothing was changed:\n%s" % (
-            node, "\n".join("  - " + p for p in problems)), problems=problems, netdevs=present)
+            node, "\n".join("  - " + p for p in problems)), problems=problems, netdevs=present, drift=drift)
     module.exit_json(changed=False, netdevs=present, lldpd=module.get_bin_path("lldpd") is not None)
 
 

@@ -40,7 +40,7 @@ attributes:
     support: full
     description: A node that already forwards is left alone.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -54,7 +54,7 @@ attributes:
     support: full
     description: A second run finds the pin and next_entry as wanted.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -38,7 +38,7 @@ attributes:
     support: full
     description: A tag that already holds the pinned layer is not touched.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

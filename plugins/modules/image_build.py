@@ -78,7 +78,7 @@ attributes:
       - The tag's input-hash label decides; a built image is never rebuilt.
       - Two builds of one Dockerfile give different IDs, so images are shipped, not rebuilt.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -30,6 +30,10 @@ options:
   parent:
     description: The node to receive from - C(name), C(addresses) (fabric), C(management_address).
     type: dict
+  origin:
+    description: What gives a node without O(parent) the ID (the build, or the adopted tarball or pull), for the plan.
+    type: str
+    default: the build node
   node:
     description: This node's name.
     type: str
@@ -41,7 +45,6 @@ options:
   token:
     description: The run's share token.
     type: str
-    no_log: true
   allow_management:
     description: Fall back to the parent's management address when no fabric address answers.
     type: bool
@@ -61,7 +64,7 @@ attributes:
     support: full
     description: A node whose tag names the expected ID reports no change.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -102,6 +105,7 @@ def main():
         "image": {"type": "str", "required": True},
         "image_id": {"type": "str"},
         "parent": {"type": "dict"},
+        "origin": {"type": "str", "default": "the build node"},
         "node": {"type": "str", "required": True},
         "port": {"type": "int", "default": 47111},
         "token": {"type": "str", "no_log": True},
@@ -117,12 +121,17 @@ def main():
     if want is not None and found == want:
         module.exit_json(**plan.result(found_id=found, received_bytes=0))
     present = want is not None and docker_image.inspect(run, want) is not None
-    source = parent["name"] if parent else "the build node"
+    source = parent["name"] if parent else p["origin"]
     expected = want or "the ID %s builds" % source
     moved = " (it named %s, which is kept)" % docker_image.short(found) if found else ""
     tag = "tag it as %s%s" % (p["image"], moved)
-    action = tag if present else "load %s from %s (docker save | docker load) and %s" % (
-        docker_image.short(want) or "the new build", source, tag)
+    if present:
+        action = tag
+    elif parent:
+        action = "load %s from %s (docker save | docker load) and %s" % (
+            docker_image.short(want) or "the new build", source, tag)
+    else:  # the build node: the build or the adopt step before this one gives it the ID
+        action = "get %s from %s, then %s" % (docker_image.short(want) or "the new build", source, tag)
     plan.change("image %s" % p["image"], expected, found or "absent", action)
     if module.check_mode:
         module.exit_json(**plan.result(found_id=found, received_bytes=0))

@@ -22,7 +22,7 @@ options:
     required: true
 extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

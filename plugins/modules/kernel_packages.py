@@ -31,7 +31,7 @@ attributes:
     support: full
     description: Packages already at their version are left alone.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

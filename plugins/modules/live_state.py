@@ -40,9 +40,21 @@ options:
   model_info:
     description: The model stage's record of the checkpoint (JSON with C(manifest_digest)), compared across nodes.
     type: path
+  guard_unit:
+    description: The memory guard's systemd unit, whose state is read (empty to read none).
+    type: str
+    default: ""
+  api_url:
+    description:
+      - The head's API base (C(http://127.0.0.1:8000)); omit on workers. When the engine container runs, C(GET
+        /health) and C(GET /v1/models) are asked once each, with a short timeout.
+    type: str
+  api_key_file:
+    description: The env file (C(VLLM_API_KEY=...)) holding the API's bearer token; never returned.
+    type: path
 extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -64,6 +76,10 @@ live:
     memory: {total_gib: 121.69, available_gib: 98.4}
     gpus: null
     container: null
+    guard: {active: active, sub: running, result: success, pid: 812}
+    api: {url: "http://127.0.0.1:8000", health: {ok: true, error: ""}, models: [deepseek-v4.1-flash],
+          models_error: ""}
+    sshd: {permitrootlogin: without-password, passwordauthentication: "no"}
     env_files: {}
     image_id: null
     manifest_digest: null
@@ -77,12 +93,16 @@ skipped_checks:
 
 import json
 import os
-import subprocess
+import socket
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_state, live_checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import gpu
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Unavailable, module_host
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.run_all import run_all
 
 
 def read(path):
@@ -117,15 +137,14 @@ def pings(links, mtu):
     """Don't-fragment pings at the fabric MTU per peer and path, all at once: reachable when any of three is
     answered (up to 2.4 s). A frame lost to a first ARP or a busy switch is not a broken cable; loss is the
     fabric stage's own check."""
-    jobs = []
+    jobs, argvs = [], []
     for link in links:
         peers = link.get("peers") or ([{"address": link["peer_address"]}] if link.get("peer_address") else [])
         for peer in peers:
-            argv = ["ping", "-n", "-q", "-c", "3", "-i", "0.2", "-W", "2", "-M", "do", "-s", str(mtu - 28),
-                    "-I", link["netdev"], peer["address"]]
-            jobs.append(({"netdev": link["netdev"], "address": peer["address"], "peer": peer.get("name")},
-                         subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
-    return [dict(job, ok=proc.wait() == 0) for job, proc in jobs]
+            argvs.append(["ping", "-n", "-q", "-c", "3", "-i", "0.2", "-W", "2", "-M", "do", "-s", str(mtu - 28),
+                          "-I", link["netdev"], peer["address"]])
+            jobs.append({"netdev": link["netdev"], "address": peer["address"], "peer": peer.get("name")})
+    return [dict(job, ok=rc == 0) for job, (rc, _, _) in zip(jobs, run_all(argvs), strict=True)]
 
 
 def memory():
@@ -154,9 +173,17 @@ def container_state(module, name):
         return None
     config, state = info.get("Config") or {}, info.get("State") or {}
     image = docker_inspect(module, "image", info.get("Image", "")) or {}
+    logs = None
+    if not state.get("Running"):  # why it stopped: the last lines it wrote
+        rc, out, err = module.run_command(["docker", "logs", "--tail", "5", name])
+        logs = [line for line in (out + err).splitlines() if line.strip()][-5:] if rc == 0 else None
     return {
         "name": name,
         "running": bool(state.get("Running")),
+        "status": state.get("Status"),
+        "exit_code": state.get("ExitCode"),
+        "oom_killed": bool(state.get("OOMKilled")),
+        "logs": logs,
         "image": config.get("Image"),
         "image_id": info.get("Image"),
         "entrypoint": config.get("Entrypoint") or [],
@@ -167,6 +194,35 @@ def container_state(module, name):
         "mounts": sorted("%s:%s:%s" % (m.get("Source"), m.get("Destination"), "rw" if m.get("RW") else "ro")
                          for m in info.get("Mounts") or [] if m.get("Type") == "bind"),
     }
+
+
+def api(url, key):
+    """One look at the head's API: /health answers 200, /v1/models lists names."""
+    headers = {"Authorization": "Bearer " + key} if key else {}
+    out = {"url": url, "health": {"ok": False, "error": ""}, "models": [], "models_error": ""}
+    try:
+        open_url(url.rstrip("/") + "/health", headers=headers, timeout=3, validate_certs=False).read()
+        out["health"]["ok"] = True
+    except Exception as exc:  # refused, timed out, 5xx: what the API says is the reading
+        out["health"]["error"] = str(exc)
+    try:
+        data = json.loads(open_url(url.rstrip("/") + "/v1/models", headers=headers, timeout=3,
+                                   validate_certs=False).read())
+        out["models"] = [m.get("id") for m in data.get("data", [])]
+    except Exception as exc:
+        out["models_error"] = str(exc)
+    return out
+
+
+def sshd_settings(module):
+    """sshd's effective settings (sshd -T reads the config and its drop-ins; it changes nothing)."""
+    sshd = module.get_bin_path("sshd", opt_dirs=["/usr/sbin"])
+    if sshd is None:
+        return None, "no sshd on this node"
+    rc, out, err = module.run_command([sshd, "-T"])
+    if rc != 0:
+        return None, "sshd -T failed: %s" % (err or out).strip()[:200]
+    return live_checks.parse_sshd_t(out), None
 
 
 def env_file(path):
@@ -190,8 +246,15 @@ def main():
         "ping": {"type": "bool", "default": True},
         "launch_spec": {"type": "dict"},
         "model_info": {"type": "path"},
+        "guard_unit": {"type": "str", "default": ""},
+        "api_url": {"type": "str"},
+        "api_key_file": {"type": "path", "no_log": False},
     }, supports_check_mode=True)
     p = module.params
+    checks.fail_on(module, checks.elements(p["links"], "links", {"netdev": str}),
+                   checks.int_range(p["mtu"], "mtu", 1280, 9216),
+                   checks.binary("ping", socket.gethostname(), module.get_bin_path)
+                   if p["ping"] and any(link.get("peer_address") for link in p["links"]) else None)
     skipped = []
     found = addresses(module)
     links = {}
@@ -211,6 +274,25 @@ def main():
     live["launch_spec"] = spec
     live["container"] = container_state(module, spec["name"]) if spec else None
     live["env_files"] = {path: env_file(path) for path in (spec or {}).get("env_files") or []}
+    live["guard"] = engine_state.unit_state(module.run_command, p["guard_unit"]) if p["guard_unit"] else None
+    live["api"] = None
+    if p["api_url"]:
+        if live["container"] and live["container"]["running"]:
+            key = (env_file(p["api_key_file"]) or {}).get("VLLM_API_KEY") if p["api_key_file"] else None
+            live["api"] = api(p["api_url"], key)
+        else:
+            skipped.append({"check": "head API (/health, /v1/models)",
+                            "reason": "the engine container %s is not running" % (spec or {}).get("name")})
+    drm = "/sys/module/nvidia_drm/parameters"
+    live["nvidia_drm"] = {k: read("%s/%s" % (drm, k)) for k in ("modeset", "fbdev") if read("%s/%s" % (drm, k))
+                          is not None} if os.path.isdir(drm) else None
+    if live["nvidia_drm"] is None:
+        gpu_skip = [i["reason"] for i in skipped if i["check"] == "GPU clock latch"]
+        skipped.append({"check": "nvidia-drm modeset", "reason": "nvidia_drm is not loaded%s" % (
+            " (%s)" % gpu_skip[0].split(": ", 1)[-1] if gpu_skip else "")})
+    live["sshd"], why = sshd_settings(module)
+    if why:
+        skipped.append({"check": "sshd effective settings", "reason": why})
     image = docker_inspect(module, "image", spec["image"]) if spec and spec.get("image") else None
     live["image_id"] = image.get("Id") if image else None
     info = read(p["model_info"]) if p["model_info"] else None

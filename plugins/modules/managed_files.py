@@ -47,7 +47,7 @@ attributes:
     support: full
     description: The action plugin renders templates on the controller.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -84,6 +84,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
 
 FILE_KEYS = ("path", "content", "mode", "owner", "group", "validate")
@@ -140,20 +141,35 @@ def set_attributes(spec):
     os.chown(spec["path"], pwd.getpwnam(spec["owner"]).pw_uid, grp.getgrnam(spec["group"]).gr_gid)
 
 
+def owner_problem(spec, i):
+    for key, lookup in (("owner", pwd.getpwnam), ("group", grp.getgrnam)):
+        try:
+            lookup(str(spec[key]))
+        except KeyError:
+            return "files[%d].%s: %s %r does not exist on this node. Fix: create it first, or name an existing one." % (
+                i, key, "user" if key == "owner" else "group", spec[key])
+    return None
+
+
 def main():
     module = AnsibleModule(argument_spec={
         "files": {"type": "list", "elements": "dict", "required": True},
         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
         "directory_mode": {"type": "str", "default": "0755"},
     }, supports_check_mode=True)
+    checks.fail_on(module, checks.mode(module.params["directory_mode"], "directory_mode"),
+                   checks.elements(module.params["files"], "files", {"path": str}))
     plan = Plan(module)
     changed = []
-    for raw in module.params["files"]:
+    for i, raw in enumerate(module.params["files"]):
         spec = {"mode": "0644", "owner": "root", "group": "root", "validate": None, "content": None}
         spec.update({k: v for k, v in raw.items() if v is not None and k in FILE_KEYS})
-        if "path" not in spec or (module.params["state"] == "present" and spec["content"] is None):
-            module.fail_json(msg="every file needs a path and (to be present) a content or template: %r" % raw)
-        spec["mode"] = "%04o" % int(str(spec["mode"]), 8)
+        if module.params["state"] == "present" and spec["content"] is None:
+            module.fail_json(msg="files[%d]: %s has no content. Fix: give a template or a content." % (i, spec["path"]))
+        checks.fail_on(module, checks.mode(spec["mode"], "files[%d].mode" % i), owner_problem(spec, i),
+                       "files[%d].path: %s is a folder. Fix: give the path of a file in it." % (i, spec["path"])
+                       if os.path.isdir(spec["path"]) else None)
+        spec["mode"] = "%04o" % int(spec["mode"], 8)
         path = spec["path"]
         content, mode, owner, group = read(path)
         if module.params["state"] == "absent":

@@ -68,7 +68,7 @@ attributes:
     support: full
     description: A loaded, verified module with holds in place needs no action.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -100,6 +100,11 @@ notes:
   returned: always
   type: list
   elements: str
+skipped_checks:
+  description: Off a DGX Spark, the memory saver as not checked, with the reason.
+  returned: when nothing was read
+  type: list
+  elements: dict
 """
 
 import os
@@ -107,6 +112,7 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import live_checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import memory_saver_state as machine
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import dkms, kmod, mok, platform
@@ -221,8 +227,14 @@ def main():
     if result["blocked"]:
         module.fail_json(msg="memory saver %s: %s" % (result["state"], result["blocked"]), state=result["state"],
                          **plan.result())
-    module.exit_json(**plan.result(state=result["state"], ok=result["ok"], reboot_required=result["reboot"],
-                                   notes=result["notes"]))
+    out = plan.result(state=result["state"], ok=result["ok"], reboot_required=result["reboot"], notes=result["notes"])
+    if result["state"] == "unavailable":  # nothing read: the doctor lists it as not checked
+        out["skipped_checks"] = [{"check": "memory saver", "reason": "; ".join(result["notes"])}]
+    elif module.check_mode and p["state"] == "present":
+        # The states that need a hand (a boot pending, not loaded, packing off) as rows naming the thing.
+        named = live_checks.memory_saver(os.uname()[1], result, readings, want)
+        out["drift"] = [{k: f[k] for k in ("setting", "expected", "found", "fix")} for f in named] or out["drift"]
+    module.exit_json(**out)
 
 
 if __name__ == "__main__":

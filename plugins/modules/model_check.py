@@ -39,7 +39,7 @@ options:
     default: 8
 extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

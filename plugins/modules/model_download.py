@@ -57,7 +57,7 @@ attributes:
     support: partial
     description: The module always downloads what it is given; the stage gives it only what is missing.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

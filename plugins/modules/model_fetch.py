@@ -61,7 +61,6 @@ options:
   token:
     description: The run's share token.
     type: str
-    no_log: true
   streams:
     description: Files received at once.
     type: int
@@ -89,7 +88,7 @@ attributes:
     support: full
     description: A node whose check found nothing and whose record is current reports no change.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -52,7 +52,7 @@ attributes:
     support: full
     description: An existing manifest of the same revision is kept; a second run reports no change.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -45,7 +45,7 @@ attributes:
     support: full
     description: An existing, configured key is reused; nothing changes on a second run.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

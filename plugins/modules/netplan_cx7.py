@@ -72,7 +72,7 @@ attributes:
     support: full
     description: The file is rendered byte-for-byte from the links; a second run finds nothing to do.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -120,6 +120,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import links as live
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import netplan
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
@@ -305,6 +306,9 @@ def main():
         },
         supports_check_mode=True,
     )
+    checks.fail_on(module, checks.elements(module.params["links"], "links", {"netdev": str}),
+                   checks.elements(module.params["routes"], "routes", {"to": str, "via": str, "netdev": str}),
+                   checks.int_range(module.params["mtu"], "mtu", 1280, 9216))
     Netplan(module).main()
 
 

@@ -72,7 +72,7 @@ attributes:
         measurement (like a log), which is not counted as a change. With O(cache_dir), the first run also
         fills that cache.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

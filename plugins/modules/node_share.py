@@ -28,7 +28,6 @@ options:
     description: The run's share token.
     type: str
     required: true
-    no_log: true
   clients:
     description: The children that fetch from this share.
     type: list
@@ -80,7 +79,7 @@ attributes:
     support: full
     description: Changes nothing on the node.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

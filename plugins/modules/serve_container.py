@@ -58,7 +58,7 @@ attributes:
     support: full
     description: A container that already runs the spec is not touched.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

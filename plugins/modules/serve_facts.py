@@ -49,7 +49,7 @@ options:
     default: []
 extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -61,7 +61,7 @@ attributes:
     support: full
     description: Runs as an action plugin on the controller.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -93,4 +93,20 @@ image_ids:
   description: Image ID to nodes holding it.
   returned: always
   type: dict
+causes:
+  description: Each problem that is a cause (not a consent a start would need), as a row - node, setting,
+    expected, found, fix. The doctor's rows; also returned as C(drift).
+  returned: always
+  type: list
+  elements: dict
+consent_needed:
+  description: The problems that only say what a start would replace (C(serve_replace), C(serve_allow_reshape)).
+  returned: always
+  type: list
+  elements: str
+skipped_checks:
+  description: When it refuses, the rest of the serve stage per node as not checked, with the refusal as reason.
+  returned: when it refuses
+  type: list
+  elements: dict
 """

@@ -49,7 +49,7 @@ attributes:
     support: full
     description: Looks once; never waits.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

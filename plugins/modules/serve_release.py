@@ -39,7 +39,7 @@ attributes:
     support: full
     description: A record equal to the newest one is not written again.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -58,7 +58,7 @@ attributes:
     support: full
     description: A file of the right size and header and an fstab already edited are left alone.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -50,7 +50,7 @@ attributes:
     support: full
     description: A second run finds the file and the running values as wanted.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -94,6 +94,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import platform
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import module_host
@@ -152,6 +153,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    checks.fail_on(module, checks.sysctl_values(p["settings"], "settings"), checks.sysctl_values(p["revert"], "revert"))
     host = module_host(module)
     container = platform.container(host)
     plan, not_applied = Plan(module), []

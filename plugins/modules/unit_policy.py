@@ -55,7 +55,7 @@ attributes:
     support: full
     description: A second run finds every unit in its wanted state and the record unchanged.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -11,9 +11,14 @@ version_added: 0.1.0
 description:
   - Rebuilds the cluster model from the site file the inventory plugin read and checks that the
     hostvars still match it (a hand-edited inventory is refused).
-  - Checks every recipe variable that a role of this collection declares in its
-    C(meta/argument_specs.yml) strictly - a quoted boolean or number is an error, not a coercion - and
-    the rules that span variables and the shape (context against the shape, guard thresholds).
+  - "Checks every recipe variable that a role of this collection declares in its
+    C(meta/argument_specs.yml) strictly - a quoted boolean or number is an error, not a coercion - with the
+    range, element count or pin its description declares (C(Range: 1 to 65535.), C(At least 1 element.),
+    C(Pin: <regex>, <what>.)), and the rules that span variables and the shape (context against the shape,
+    guard thresholds, distinct listener ports, sysctl values that are not booleans)."
+  - Renders every rank's launch spec as the serve stage does and refuses what the render refuses (a flag
+    the shape owns in C(serve_args), a memory fraction outside (0, 1]); where the controller's Python
+    imports vLLM, puts every rank's command through vLLM's own argument parser too.
   - Runs entirely on the controller (an action plugin); it opens no connection to any node.
   - Fails with one line per problem, each naming the field and the fix.
 options:
@@ -35,9 +40,11 @@ attributes:
     support: full
     description: Runs as an action plugin on the controller.
 notes:
-  - The stage playbooks import C(playbooks/validate.yml) first, tagged C(always).
+  - The stage playbooks import C(playbooks/validate.yml) first, tagged C(always); its first play fails when
+    C(spark_cluster) has no hosts (a site file that did not parse, without C(unparsed_is_failed)).
+  - C(docs/site-file.md) lists every rule.
 author:
-  - ds41f maintainers
+  - ds41f maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -6,25 +6,23 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: recipe
-short_description: The collection's recipe (group_vars/all/*.yml) as variables of the group all
+short_description: The collection's recipe (group_vars/all/*.yml) for inventories that are not site files
 version_added: 0.1.0
 description:
   - Loads every C(*.yml) under the collection's C(group_vars/all/) - release pins, serve arguments,
-    environment, per stage - as variables of the group C(all), whichever playbook, molecule scenario or
-    ad-hoc command runs.
-  - It sits at the precedence of inventory C(group_vars/all), so a site overrides the recipe with its own
-    inventory C(group_vars/spark_cluster.yml) (or any group but C(all)), or with the site file's C(vars:),
-    which the inventory plugin sets on every node.
-  - Enable it in ansible.cfg with C(vars_plugins_enabled = host_group_vars, dgxspark.ds41f.recipe).
+    environment, per stage - as variables of the group C(all).
+  - Not needed with a site file - the P(dgxspark.ds41f.spark_topology#inventory) inventory plugin already sets
+    the recipe on the group C(all), below every C(group_vars) file, whatever ansible.cfg enables. Enable this
+    plugin only to see the recipe with another kind of inventory.
+  - It then sits at the precedence of inventory C(group_vars/all). List it before C(host_group_vars)
+    (C(vars_plugins_enabled = dgxspark.ds41f.recipe, host_group_vars)) so the inventory's own
+    C(group_vars/all.yml) still overrides it.
 """
-
-import os
 
 from ansible.inventory.group import Group
 from ansible.plugins.vars import BaseVarsPlugin
-from ansible.utils.vars import combine_vars
 
-RECIPE_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "group_vars", "all")
+from ansible_collections.dgxspark.ds41f.plugins.plugin_utils import recipe_files
 
 
 class VarsModule(BaseVarsPlugin):
@@ -32,10 +30,4 @@ class VarsModule(BaseVarsPlugin):
         super().get_vars(loader, path, entities)
         if not any(isinstance(e, Group) and e.name == "all" for e in entities):
             return {}
-        data = {}
-        for name in sorted(os.listdir(RECIPE_DIR)):
-            if name.endswith((".yml", ".yaml")):
-                # The recipe is the collection's own file: its templates ({{ ds41f_release }}) are trusted.
-                found = loader.load_from_file(os.path.join(RECIPE_DIR, name), cache="all", trusted_as_template=True)
-                data = combine_vars(data, found or {})
-        return data
+        return recipe_files.load(loader)

@@ -6,11 +6,12 @@ gate fails there, which is what the first test needs; a criterion any text meets
 
 import asyncio
 import json
+import platform
 
 import pytest
 
 from ds41f import cli
-from ds41f.bench import client, runner
+from ds41f.bench import client, counters, report, runner
 from ds41f.lab import engine
 
 PORT = 18731  # this module's own loopback port
@@ -54,16 +55,19 @@ def test_a_run_measures_every_point_from_usage_and_draws_its_charts(server, tmp_
     report = json.loads((out / "bench.json").read_text())
     assert status == 0 and report["quality"]["passed"] and len(report["quality"]["runs"]) == 2
     points = {p["name"]: p for p in report["points"]}
-    assert set(points) == {"decode/prose/nothink/c1", "decode/prose/nothink/c4", "prefill/256", "prefill/1024"}
+    assert set(points) == {"decode/prose/nothink/c1", "decode/prose/nothink/c4", "prefill/source/256",
+                           "prefill/source/1024"}
     for p in points.values():
         assert 2 <= len(p["samples"]) <= 3
     for s in points["decode/prose/nothink/c4"]["samples"]:  # exactly max_tokens per stream, counted by usage
         assert s["completion_tokens"] == 4 * 24 and s["streams"] == 4
         assert s["decode_window_tps"] > 0 and s["ttft_s"] > 0
     for asked in (256, 1024):  # real text, cut to length by the server's /tokenize count
-        assert abs(points["prefill/%d" % asked]["prompt_tokens"]["mean"] - asked) < asked * 0.03
+        assert abs(points["prefill/source/%d" % asked]["prompt_tokens"]["mean"] - asked) < asked * 0.03
     assert report["prefix"]["runs"][0]["run"] == "cold" and report["prefix"]["tokens"] > 700
-    assert {p.name for p in out.iterdir()} >= {"bench.json", "decode.png", "prefill.png"}
+    assert {p.name for p in out.iterdir()} >= {"bench.json", "bench.md", "decode.png", "prefill.png", "memory.png"}
+    for s in points["decode/prose/nothink/c1"]["samples"]:  # no speculative decoding: one token per step
+        assert s["step_ms"] > 0 and "accepted_per_step" not in s
 
     # A reference ten times as fast at every point (this shared 2-core machine moves short samples by tens of
     # percent, so the margin is wide): this run is a regression beyond the 3% tolerance.
@@ -80,6 +84,7 @@ def test_a_run_measures_every_point_from_usage_and_draws_its_charts(server, tmp_
     assert {c["name"] for c in compared["comparison"] if c["regression"]} == {"decode/prose/nothink/c1",
                                                                              "decode/prose/nothink/c4"}
     assert (out / "comparison.png").exists()
+    assert "**Slower than the reference** (exit 1): 2 of 2 compared points" in (out / "bench.md").read_text()
 
 
 def test_samples_wait_until_the_engine_is_idle(server):
@@ -97,7 +102,8 @@ def test_samples_wait_until_the_engine_is_idle(server):
             if foreign.done():
                 return None
             await asyncio.sleep(0.01)
-        finished_at_idle = await runner.Bench(server.url, server.model, args, log=lambda m: None).idle()
+        at_idle = await runner.Bench(server.url, server.model, args, log=lambda m: None).idle()
+        finished_at_idle = client.load_of(at_idle)[2]
         await foreign
         return finished_at_idle - finished_before
 
@@ -106,3 +112,58 @@ def test_samples_wait_until_the_engine_is_idle(server):
         if finished is not None:
             break
     assert finished == 1, "the idle gate returned before the foreign request finished (or /metrics never showed it)"
+
+
+SMALL_SUITES = ["--quality-runs", "1", "--portable-cases", "count,chat-sampled", "--portable-tokens", "24",
+                "--precision-tokens", "32", "--precision-min-samples", "2", "--precision-max-samples", "3",
+                "--sampled-requests", "4", "--admission-contexts", "4", "--admission-tokens", "400",
+                "--admission-output", "256", "--compliance-records", "2", "--compliance-max-tokens", "64",
+                "--memory-interval", "0.5"]
+
+
+def test_every_suite_writes_the_report_and_compares_with_the_seed_figures(server, tmp_path, any_text_task):
+    status, out = bench(tmp_path, "all", "--quality-task", any_text_task, "--suite", "all", "--compare",
+                        "--prefill-text", "novel", *SMALL_SUITES)
+    data = json.loads((out / "bench.json").read_text())
+    assert "stopped" not in data, data.get("stopped")
+    assert {p.name for p in out.iterdir()} >= {"bench.json", "bench.md", "decode.png", "prefill.png",
+                                               "comparison.png", "memory.png", "outputs"}
+    names = {p["name"]: p for p in data["points"]}
+    assert {"portable/count/c1", "portable/chat-sampled/c4", "precision/prose-1k/c1", "precision/json-1k/c1",
+            "prefill/novel/256"} <= set(names)
+    assert names["portable/count/c4"]["samples"][0]["completion_tokens"] == 4 * 24  # exactly the budget
+    for case in ("prose-1k", "code-1k", "json-1k"):
+        p = names["precision/%s/c1" % case]
+        assert p["converge_on"] == "step_ms" and 2 <= len(p["samples"]) <= 3 and p["step_ms"]["mean"] > 0
+    assert "json_schema_valid" in names["precision/json-1k/c1"] and "json_objects" in names["precision/json-1k/c1"]
+    assert list((out / "outputs" / "precision-json-1k-c1").glob("*.txt"))
+    for case in data["sampled"]:  # the CPU engine has no speculative decoding: not available, never 0
+        assert case["acceptance"] == {"not_available": counters.NOT_AVAILABLE} and case["requests"] == 4
+        assert all("accepted_per_step" not in s for s in case["samples"])
+    assert [c["name"] for c in data["sampled"]] == ["sampled/c1", "sampled/c4"]
+    adm = data["admission"]
+    assert adm["passed"] and adm["preemptions"] == 0 and adm["peak_running"] == 4, adm
+    for arm in ("prompt", "schema"):
+        requests = data["compliance"]["arms"][arm]["requests"]
+        assert len(requests) == 2 and all(r["finish_reason"] in ("stop", "length") for r in requests), requests
+        assert (out / "outputs" / ("compliance-%s" % arm) / "book.txt").exists()
+    ident = data["identity"]
+    assert ident["server_version"] == "0.32.0" and ident["nodes"]["local"]["kernel"] == platform.release()
+    assert "unknown" in ident["config_hash"] and len(ident["engine_config_hash"]) == 16
+    assert data["memory"]["nodes"]["local"]["samples"] >= 2 and data["doctor"]["status"] == "not run"
+    # The seeds' TP4 figures: the c1 decode points are compared with 82.6 tok/s (000_72fb2218289d1604.txt:300).
+    c1 = [r for r in data["comparison"] if r["name"] == "decode/prose/nothink/c1"]
+    assert c1 and c1[0]["reference"] == 82.6 and c1[0]["source"] == "000_72fb2218289d1604.txt:300"
+    regressions = [r for r in data["comparison"] if r["regression"]]
+    assert status == (report.EXIT_REGRESSION if regressions else report.EXIT_OK)
+    text = (out / "bench.md").read_text()
+    assert "## Comparison with seed spark-ds41f-1107, tp4-ring" in text and "## Admission" in text
+    assert "not available: the engine exposes no speculative-decoding counters" in text
+
+
+def test_filler_prefill_text(server, tmp_path):
+    status, out = bench(tmp_path, "filler", "--suites", "prefill", "--prefill-text", "filler",
+                        "--prefill-lengths", "256")
+    point = json.loads((out / "bench.json").read_text())["points"][0]
+    assert status == 0 and point["name"] == "prefill/filler/256"
+    assert abs(point["prompt_tokens"]["mean"] - 256) < 256 * 0.03

@@ -37,7 +37,9 @@ def test_the_two_ends_of_one_cable_cannot_be_swapped(tmp_path, triangle, plugs):
     assert plugs == []
 
 
-def test_ports_are_written_node_colon_port():
+def test_ports_are_written_node_colon_port(capsys):
     assert cli.parse_end("dgx2:1") == ("dgx2", 1)
-    with pytest.raises(SystemExit, match="not NODE:PORT"):
+    with pytest.raises(SystemExit) as stop:
         cli.parse_end("dgx2:2")
+    assert stop.value.code == 2  # bad usage
+    assert "'dgx2:2' is not NODE:PORT" in capsys.readouterr().err

@@ -7,14 +7,21 @@ import pytest
 from ansible_collections.dgxspark.ds41f.plugins.filter import serve as serve_filters
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import launch, topology
 
-from .conftest import cluster, load_recipe
+from .conftest import ROOT, cluster, load_recipe
+
+
+def node_vars(c, name):
+    """What the inventory plugin gives a host (its fabric view), as the filter reads it."""
+    hv = dict(c.hostvars(name), spark_gid_index=c.gid_index)
+    return launch.node_from_vars(hv, hv["spark_rank"])
 
 
 def specs(values, shape):
     c = cluster(shape)
     recipe = launch.recipe_from_vars(values)
     shape_vars = c.groupvars()["spark_shape"]
-    return [launch.render(recipe, shape_vars, {"rank": n.rank}, {"nodes": len(c.nodes), "head_address": c.head.address})
+    return [launch.render(recipe, shape_vars, node_vars(c, n.name),
+                          {"nodes": len(c.nodes), "head_address": c.head.address})
             for n in c.nodes]
 
 
@@ -89,12 +96,17 @@ def test_the_container_carries_the_recipe_environment_and_limits(recipe):
 def test_the_filter_reads_hostvars_and_reports_bad_input(recipe):
     c = cluster("tp3-triangle")
     shape = c.groupvars()["spark_shape"]
-    spec = serve_filters.launch_spec(recipe, shape, 2, 3, c.head.address)
+    hostvars = dict(recipe, **c.hostvars("dgx3"), **c.groupvars())
+    spec = serve_filters.launch_spec(hostvars, shape, 2, 3, c.head.address)
+    assert json.loads(spec["env"]["SPARKNET_ROCE_PEER_HCAS"]).keys() == {"0", "1"}
     assert spec["rank"] == 2 and "--headless" in spec["command"]
     assert serve_filters.docker_command(spec).startswith("docker run -d --name spark-ds41f")
     from ansible.errors import AnsibleFilterError
     with pytest.raises(AnsibleFilterError, match="serve_image"):
-        serve_filters.launch_spec(dict(recipe, serve_image=""), shape, 0, 3, c.head.address)
+        serve_filters.launch_spec(dict(hostvars, serve_image=""), shape, 0, 3, c.head.address)
+    # a host without the topology's fabric view cannot render sparknet's routes
+    with pytest.raises(AnsibleFilterError, match="spark_peer_hcas: is not set"):
+        serve_filters.launch_spec(recipe, shape, 0, 3, c.head.address)
 
 
 def test_boot_markers():
@@ -117,5 +129,4 @@ def test_lab_recipe_renders(recipe):
 
 
 def cluster_dir():
-    from conftest import ROOT
     return ROOT / "molecule" / "serve-lab"

@@ -46,7 +46,7 @@ def test_a_fit_cluster_starts(recipe):
     c, nodes = fit_nodes(recipe)
     problems, plan = run(c, nodes)
     assert problems == [] and plan == {"start": True, "replacing": [], "image_ids": {IMAGE: [n["name"] for n in nodes]},
-                                       "unchecked": []}
+                                       "unchecked": [], "causes": [], "consent_needed": []}
 
 
 def test_a_lab_container_reads_the_hosts_kernel_so_its_page_size_is_named_unchecked(recipe):
@@ -86,8 +86,13 @@ def test_every_rank_running_its_spec_needs_no_start(recipe):
 def test_each_refusal_names_its_cause(recipe, breakage, cause):
     c, nodes = fit_nodes(recipe)
     breakage(nodes)
-    problems, _ = run(c, nodes)
+    problems, plan = run(c, nodes)
     assert len(problems) == 1 and cause in problems[0], problems
+    # The doctor's row for it: the node (or all) and the thing, found unlike expected, the sentence's own fix.
+    [row] = plan["causes"]
+    assert row["node"] in problems[0] or row["node"] == "all"
+    assert row["found"] != row["expected"] and row["fix"] and "Fix:" not in row["fix"]
+    assert row["fix"] in problems[0]
 
 
 def test_unqualified_shape_needs_consent(recipe):
@@ -106,6 +111,8 @@ def test_replacing_a_running_engine_needs_consent(recipe):
     assert plan["start"] and plan["replacing"] == ["dgx1", "dgx2", "dgx3", "dgx4"]
     assert len(problems) == 4 and "dgx1 already runs spark-ds41f (release spark-ds41f-1025" in problems[0]
     assert "Fix: set serve_replace=true" in problems[0]
+    # What a start would replace is no cause: the doctor lists it as not checked, never as a row.
+    assert plan["causes"] == [] and plan["consent_needed"] == problems
     assert run(c, nodes, replace=True)[0] == []
 
 

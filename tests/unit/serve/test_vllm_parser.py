@@ -12,27 +12,11 @@ import sys
 
 import pytest
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import topology
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import topology, vllm_check
 from ds41f.lab import engine
 
 from .conftest import load_recipe
 from .test_launch import specs
-
-
-def strip_flags(argv, flags):
-    """``argv`` without ``flags`` and their values (a value is the next word unless it starts with --)."""
-    out, skip = [], False
-    for i, arg in enumerate(argv):
-        if skip:
-            skip = False
-            continue
-        name = arg.split("=", 1)[0]
-        if name in flags:
-            nxt = argv[i + 1] if i + 1 < len(argv) else None
-            skip = "=" not in arg and nxt is not None and not nxt.startswith("--")
-            continue
-        out.append(arg)
-    return out
 
 
 def parse_all(argvs):
@@ -55,7 +39,7 @@ def verdicts():
     argvs, labels = [], []
     for shape in topology.SHAPES:
         for spec in specs(recipe, shape):
-            argvs.append(strip_flags(spec["command"], patched))
+            argvs.append(vllm_check.strip_flags(spec["command"], patched))
             labels.append("%s rank %d" % (shape, spec["rank"]))
     probes = [["serve", "/models", name, "1"] for name in patched]
     probes.append(["serve", "/models", "--no-such-flag"])

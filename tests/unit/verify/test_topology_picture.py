@@ -24,13 +24,15 @@ def test_every_node_and_path_of_the_model_is_drawn(name, nodes, paths):
             assert address in labels
 
 
-def test_colours_follow_the_last_check():
+def test_colours_follow_the_last_check_and_what_no_check_read_is_grey():
     cluster = example("ring4")
-    cidr = cluster.cable_table()[0]["cidr"]
-    picture = topology_picture.layout(cluster, {"dgx1": "ok", "dgx2": "drift"}, {cidr: "down"})
+    cidrs = [row["cidr"] for row in cluster.cable_table()]
+    picture = topology_picture.layout(cluster, {"dgx1": "ok", "dgx2": "drift"}, {cidrs[0]: "down", cidrs[1]: "ok"})
     status = {n["name"]: n["status"] for n in picture["nodes"]}
-    assert status == {"dgx1": "ok", "dgx2": "drift", "dgx3": "ok", "dgx4": "ok"}
-    assert [p["status"] for p in picture["paths"] if p["cidr"] == cidr] == ["down"]
+    assert status == {"dgx1": "ok", "dgx2": "drift", "dgx3": "unchecked", "dgx4": "unchecked"}
+    paths = {p["cidr"]: p["status"] for p in picture["paths"]}
+    assert paths[cidrs[0]] == "down" and paths[cidrs[1]] == "ok"
+    assert {paths[c] for c in cidrs[2:]} == {"unchecked"}
 
 
 def test_svg_and_png_are_written(tmp_path):

@@ -1,0 +1,64 @@
+"""The admission suite: ``--admission-contexts`` (4) cold contexts of ``--admission-tokens`` (64K) each, sent at
+once; all must run together without preemption.
+
+While they run the engine's /metrics are read every ``POLL_S``: the peak count of running requests and of KV
+cache use. ``vllm:num_preemptions_total`` before and after says whether the engine preempted any of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from ds41f.bench import client, counters, stats
+
+POLL_S = 0.05
+
+
+async def _watch(bench, seen, stop):
+    while not stop.is_set():
+        m = await bench.metrics()
+        if m is not None:
+            seen["running"] = max(seen["running"], m.get(counters.RUNNING, 0.0))
+            kv = counters.kv_usage(m)
+            if kv is not None:
+                seen["kv_pct"] = max(seen.get("kv_pct") or 0.0, kv)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), POLL_S)
+
+
+async def run(bench):
+    n = bench.opt("admission_contexts", 4)
+    tokens = bench.opt("admission_tokens", 65536)
+    out_tokens = bench.opt("admission_output", 128)
+    messages = []
+    for _ in range(n):
+        bench.offset += 15485863 % 100003  # a fresh stretch of text per context: nothing shares a prefix
+        messages.append(await bench.prefill_prompt(tokens))
+    bodies = [bench.body(m, out_tokens, False) for m in messages]
+    before = await bench.idle() or await bench.metrics()
+    seen, stop = {"running": 0.0, "kv_pct": None}, asyncio.Event()
+    watcher = asyncio.ensure_future(_watch(bench, seen, stop))
+    try:
+        results = await bench.send(bodies)
+    finally:
+        stop.set()
+        await watcher
+    after = await bench.metrics()
+    preempted = counters.preemptions(before, after) if before and after else None
+    per_stream = [max(r["usage"]["completion_tokens"] - 1, 0) / (r["t_last"] - r["t_first"])
+                  for r in results if r["t_last"] > r["t_first"]]
+    if preempted is None:
+        passed, why = False, "not checked: the engine's /metrics have no %s" % counters.PREEMPTIONS
+    elif preempted:
+        passed, why = False, "%d preemption(s) while the %d contexts ran" % (preempted, n)
+    elif seen["running"] < n:
+        passed, why = False, "at most %d of the %d contexts ran at once (the rest waited)" % (seen["running"], n)
+    else:
+        passed, why = True, "all %d contexts ran at once, no preemption" % n
+    bench.log("  admission: %s" % why)
+    return {"contexts": n, "asked_tokens": tokens, "prompt_tokens": [r["usage"]["prompt_tokens"] for r in results],
+            "output_tokens": out_tokens, "peak_running": seen["running"], "peak_kv_pct": seen["kv_pct"],
+            "preemptions": preempted, "per_stream_tps": stats.mean(per_stream) if per_stream else None,
+            "finish_reasons": [r["finish_reason"] for r in results], "passed": passed, "why": why,
+            "engine_load_after": list(client.load_of(after)) if after else None}

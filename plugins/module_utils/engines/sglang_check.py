@@ -1,0 +1,64 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+"""Rendered SGLang commands against SGLang's own argument parser (``sglang.srt.server_args``).
+
+SGLang's server arguments import torch and triton, so the parser runs in its own Python process with
+``paths`` on its PYTHONPATH (``make sglang-parser``: sglang and a few modules over the lab engine's site). It
+parses each argument list with the parser ``sglang serve`` builds (types, choices, unknown flags), then builds
+``ServerArgs`` from the result as ``prepare_server_args`` does (its cross-field checks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+
+
+def _verdicts(argvs):
+    """In this process: SGLang's verdict (None = accepted, else its last error line) on each argument list."""
+    import argparse
+
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser(prog="sglang serve")
+    ServerArgs.add_cli_args(parser)
+    verdicts = []
+    for argv in argvs:
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                ServerArgs.from_cli_args(parser.parse_args(argv))
+            verdicts.append(None)
+        except SystemExit:
+            lines = [line for line in err.getvalue().splitlines() if line.strip()]
+            verdicts.append(lines[-1] if lines else "rejected")
+        except Exception as exc:  # ServerArgs' own checks raise ValueError and others
+            verdicts.append("%s: %s" % (type(exc).__name__, exc))
+    return verdicts
+
+
+def errors(argvs, paths, timeout=900):
+    """SGLang's verdict on each argument list, or a RuntimeError saying why the parser did not run."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in paths))
+    try:
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__)], input=json.dumps(argvs), text=True,
+                              capture_output=True, timeout=timeout, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RuntimeError("SGLang's parser did not run: %s" % exc) from exc
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("[")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError("SGLang's parser failed (exit %d): %s" % (proc.returncode, tail[0]))
+    return json.loads(lines[-1])
+
+
+if __name__ == "__main__":
+    # This file's folder holds engines/sglang.py, which would shadow the sglang package.
+    here = os.path.dirname(os.path.realpath(__file__))
+    sys.path = [p for p in sys.path if os.path.realpath(p or os.curdir) != here]
+    print(json.dumps(_verdicts(json.loads(sys.stdin.read()))))

@@ -1,0 +1,134 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+"""Everything the validation play checks, as one pure function over plain data.
+
+The action plugin ``dgxspark.ds41f.validate`` gathers the site and each host's variables and calls ``check``;
+the unit tests call it directly. Nothing here opens a connection: the site model, the recipe against the
+roles' argument specs, the cross-field rules and every rank's launch spec (and vLLM's own parser where the
+controller has it), all on the controller. The image lock's pins are checked by the image stage's own
+controller-side ``image_lock`` step, before it touches a node.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import launch, recipe, topology, vllm_check
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.topology import Problem
+
+# Variables the inventory plugin derives; a different value in hostvars means the inventory was edited by hand.
+DERIVED = ("spark_rank", "spark_links", "spark_nccl_hcas", "ansible_host")
+
+
+def variable_names(specs):
+    """Every recipe variable the validation reads."""
+    declared = {name for options in specs.values() for name in options}
+    return sorted(declared | set(launch.VAR_NAMES) | {"serve_max_model_len", "host_baseline_health"})
+
+
+def origins(names, site_vars, recipe_files, extra_vars, values):
+    """{name: where its value is written}, for the messages of pins and ranges."""
+    out = {}
+    for name in names:
+        if name in (extra_vars or {}):
+            out[name] = "-e (extra vars)"
+        elif name in (site_vars or {}):
+            out[name] = "the site file's vars:"
+        elif name in recipe_files:
+            where, raw = recipe_files[name]
+            same = raw == values.get(name) or (isinstance(raw, str) and "{{" in raw)
+            out[name] = where if same else "the inventory's group_vars or a play variable (over %s)" % where
+        else:
+            out[name] = "the inventory's group_vars or a play variable"
+    return out
+
+
+def _problem(text, default_field):
+    """A Problem from a 'field: message Fix: fix' line (launch and lock errors are written that way)."""
+    field, sep, rest = text.partition(": ")
+    if not sep or " " in field:
+        field, rest = default_field, text
+    message, _, fix = rest.partition(" Fix: ")
+    return Problem(field, message.strip(), fix.strip() or "correct it in the recipe.")
+
+
+def launch_problems(cluster, host_values):
+    """Render every rank's launch spec as the serve stage will; what it refuses, named before any connection."""
+    problems, argvs = [], []
+    shape = cluster.groupvars()["spark_shape"]
+    for node in cluster.nodes:
+        values = host_values.get(node.name) or {}
+        if "serve_image" not in values:
+            continue  # no serve recipe for this play: the serve stage checks its own
+        try:
+            spec = launch.render(launch.recipe_from_vars(values), shape, launch.node_from_vars(values, node.rank),
+                                 {"nodes": len(cluster.nodes), "head_address": cluster.head.address})
+        except launch.LaunchError as exc:
+            problems.append(_problem(str(exc), "serve_args"))
+            continue
+        except (TypeError, KeyError, AttributeError, ValueError) as exc:
+            problems.append(Problem("serve_*", "%s's launch spec cannot be rendered: %s." % (node.name, exc),
+                                    "correct the serve_* variable of the wrong type (named above, if any)."))
+            continue
+        if (values.get("serve_engine") or "vllm") == "vllm":  # vLLM's parser judges vLLM's command only
+            argvs.append((node, values, spec["command"]))
+    if argvs and vllm_check.available():
+        values = argvs[0][1]
+        patched = (values.get("serve_patched_flags") or {}).get(values.get("ds41f_release")) or []
+        try:
+            verdicts = vllm_check.errors([a for _, _, a in argvs], patched)
+        except RuntimeError as exc:
+            return problems + [Problem("vllm", "%s." % exc, "repair the controller's vLLM install, or remove it "
+                                       "from the controller's Python (the worker ranks then parse the command).")]
+        refused = {}  # one problem per distinct refusal, naming the ranks it hit
+        for (node, _, _), error in zip(argvs, verdicts, strict=True):
+            if error:
+                refused.setdefault(error, []).append("%d (%s)" % (node.rank, node.name))
+        for error, ranks in refused.items():
+            problems.append(Problem("serve_args", "vLLM's argument parser refuses the command of rank %s: %s" % (
+                ", ".join(ranks), error), "correct or remove the flag it names; a flag only the release's patched "
+                "vLLM knows goes in serve_patched_flags."))
+    return problems
+
+
+def check(site, hosts, host_values, specs, recipe_files=None, extra_vars=None):
+    """(cluster or None, [Problem]) for a site and each host's variables.
+
+    ``host_values``: {host: {name: value}} (plain data, templated); ``specs``: recipe.load_role_specs();
+    ``recipe_files``: {name: (file, raw value)} of the collection recipe; ``extra_vars``: the run's -e.
+    """
+    if not site:
+        return None, [Problem("inventory", "the hosts are not from the dgxspark.ds41f.spark_topology inventory plugin.",
+                              "point -i at a site file (*.spark.yml).")]
+    try:
+        cluster = topology.build(site)
+    except topology.TopologyError as exc:
+        return None, list(exc.problems)
+    problems, seen = [], set()
+
+    def add(items):
+        for problem in items:
+            if str(problem) not in seen:  # group vars repeat on every host: report each once
+                seen.add(str(problem))
+                problems.append(problem)
+
+    names = [n.name for n in cluster.nodes]
+    if sorted(hosts) != sorted(names):
+        add([Problem("hosts", "the play targets %s but the site has %s." % (", ".join(sorted(hosts)), ", ".join(names)),
+                     "run stages against the whole cluster; use --limit only for read-only checks.")])
+    site_vars = cluster.extra_vars
+    for host in hosts:
+        if host not in names:
+            continue
+        values = host_values.get(host) or {}
+        for key in DERIVED:
+            if key in values and values[key] != cluster.hostvars(host)[key]:
+                add([Problem("%s.%s" % (host, key), "differs from what the site file derives.",
+                             "remove the hand-set %s; the inventory plugin owns it." % key)])
+        where = origins(values, site_vars, recipe_files or {}, extra_vars, values)
+        # A listener left at its role default still takes its port: the defaults join the port check.
+        ports = {name: spec["default"] for options in specs.values() for name, spec in options.items()
+                 if name in recipe.LISTENERS and isinstance(spec.get("default"), int)}
+        add(recipe.check_vars(values, specs, where) + recipe.cross_checks(cluster, dict(ports, **values)))
+    if not problems:  # render only a recipe whose values have the declared types
+        add(launch_problems(cluster, {h: host_values.get(h) or {} for h in names}))
+    return cluster, problems

@@ -1,0 +1,39 @@
+"""`ds41f render`'s wrapped command reads back as the one-line command; `ds41f logs` prefixes and ssh lines."""
+
+import shlex
+
+import pytest
+
+from ds41f.day2 import logs, render
+
+ONE_LINE = ("docker run -d --name spark-ds41f --network host --env 'A=x y' --volume /m:/models:ro "
+            "--label 'ds41f.shape=tp3 ctx2048' localhost/ds41f-lab-engine:r1 serve /models --served-model-name a b "
+            "--speculative-config '{\"method\":\"dspark\"}' --headless")
+
+
+def test_the_wrapped_command_is_the_same_words_one_flag_a_line():
+    text = render.wrapped(ONE_LINE, "localhost/ds41f-lab-engine:r1")
+    assert shlex.split(text.replace("\\\n", " ")) == shlex.split(ONE_LINE)
+    assert text.splitlines() == [
+        "docker run \\", "    -d \\", "    --name spark-ds41f \\", "    --network host \\", "    --env 'A=x y' \\",
+        "    --volume /m:/models:ro \\", "    --label 'ds41f.shape=tp3 ctx2048' \\",
+        "    localhost/ds41f-lab-engine:r1 \\", "    serve /models \\", "    --served-model-name a b \\",
+        "    --speculative-config '{\"method\":\"dspark\"}' \\", "    --headless"]
+
+
+def test_log_lines_carry_their_node():
+    assert logs.prefixed("dgx1", ["INFO a", "b"], 5) == ["dgx1  | INFO a", "dgx1  | b"]
+
+
+@pytest.mark.parametrize("ssh, start", [
+    ({"host": "172.30.120.12", "user": "root", "port": "", "key": "/lab/id_ed25519",
+      "args": "-o StrictHostKeyChecking=no -o LogLevel=ERROR"},
+     ["ssh", "-tt", "-o", "BatchMode=yes", "-i", "/lab/id_ed25519", "-o", "StrictHostKeyChecking=no", "-o",
+      "LogLevel=ERROR", "root@172.30.120.12"]),
+    ({"host": "192.168.1.12", "user": "", "port": 2222, "key": "", "args": ""},
+     ["ssh", "-tt", "-o", "BatchMode=yes", "-p", "2222", "192.168.1.12"]),
+])
+def test_follow_reaches_each_node_as_the_inventory_says(ssh, start):
+    argv = logs.follow_argv({"container": "spark-ds41f", "ssh": ssh}, 20)
+    assert argv[:-1] == start
+    assert argv[-1] == "docker logs --follow --tail 20 spark-ds41f 2>&1"

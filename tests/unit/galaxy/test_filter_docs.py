@@ -1,0 +1,42 @@
+"""Every filter the collection exports has documentation that ansible-doc renders and that matches its signature."""
+
+import importlib
+import inspect
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+BIN = Path(sys.executable).parent
+
+
+def exported():
+    found = {}
+    for path in sorted((ROOT / "plugins" / "filter").glob("*.py")):
+        module = importlib.import_module("ansible_collections.dgxspark.ds41f.plugins.filter." + path.stem)
+        found.update(module.FilterModule().filters())
+    return found
+
+
+def test_every_filter_renders_with_its_arguments_documented():
+    filters = exported()
+    assert len(filters) >= 16
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_LOCAL_TEMP=str(ROOT / ".ansible" / "tmp"))
+    names = ["dgxspark.ds41f." + n for n in filters]
+    proc = subprocess.run([str(BIN / "ansible-doc"), "-t", "filter", "--json", *names],
+                          cwd=ROOT, env=env, text=True, capture_output=True)
+    assert proc.returncode == 0 and not proc.stderr.strip(), proc.stderr
+    docs = json.loads(proc.stdout)
+    assert sorted(docs) == sorted("dgxspark.ds41f." + n for n in filters)
+    for name, func in filters.items():
+        doc = docs["dgxspark.ds41f." + name]["doc"]
+        params = list(inspect.signature(func).parameters)
+        assert doc["name"] == name and doc["short_description"], name
+        assert sorted(doc["options"]) == sorted(["_input"] + params[1:]), name
+        assert [p.strip() for p in doc.get("positional", "").split(",") if p.strip()] == params[1:], name
+        for arg, param in inspect.signature(func).parameters.items():
+            if arg in doc["options"] and param.default is not inspect.Parameter.empty:
+                assert not doc["options"][arg].get("required"), "%s: %s has a default" % (name, arg)
+        assert docs["dgxspark.ds41f." + name]["examples"].count("dgxspark.ds41f." + name) >= 1, name

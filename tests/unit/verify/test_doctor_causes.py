@@ -1,0 +1,262 @@
+"""Rows are causes: how failed tasks, skipped checks and a fabric path's echoes become the doctor's rows, and the
+live checks that name what a real Spark drifts on (readings from tests/fixtures/doctor, see its SOURCE.md)."""
+
+import json
+
+import pytest
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift, live_checks, topology
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import memory_saver_state as ms
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import dkms
+from tests.conftest import FIXTURES
+from tests.unit.memory_saver.test_state_machine import K4, WANT, modinfo, readings, text
+
+DOCTOR = FIXTURES / "doctor"
+SITE = {"plugin": "dgxspark.ds41f.spark_topology", "shape": "tp3-triangle-4k",
+        "nodes": [{"name": "dgx%d" % i, "address": "192.168.1.1%d" % i} for i in (1, 2, 3)]}
+
+
+def ends(cluster):
+    return {(n.name, link["netdev"]): link["cidr"] for n in cluster.nodes for link in cluster.links(n.name)}
+
+
+# -- failed tasks and what was not checked ---------------------------------------------------------
+
+
+def test_a_failed_check_becomes_the_causes_it_names_on_their_nodes():
+    result = {"failed": True, "msg": "fabric preflight failed on dgx1; nothing was changed: ...",
+              "drift": [{"setting": "enp1s0f0np0 link", "expected": "present", "found": "missing", "fix": "re-plug"}]}
+    rows = drift.rows_from_result("dgx1", "fabric", "Every CX7 netdev exists", result)
+    assert [(r["node"], r["setting"], r["found"]) for r in rows] == [("dgx1", "enp1s0f0np0 link", "missing")]
+    preflight = {"drift": [{"node": "dgx3", "setting": "file /etc/ds41f/nccl.env", "expected": "present",
+                            "found": "absent", "fix": "run the fabric stage"}]}
+    assert drift.rows_from_result("dgx1", "serve", "Preflight", preflight)[0]["node"] == "dgx3"
+
+
+def test_a_failure_that_names_no_cause_never_claims_the_task_should_succeed():
+    [r] = drift.rows_from_result("dgx2", "kernel", "Pin GRUB", {"failed": True, "msg": "grub-editenv: not found"})
+    assert r["expected"] != "the task succeeds" and r["found"] == "grub-editenv: not found"
+    assert r["expected"] != r["found"] and "--limit dgx2" in r["fix"]
+
+
+def test_a_change_without_drift_names_its_file():
+    [r] = drift.rows_from_result("dgx1", "site_config", "Node map", {"changed": True, "dest": "/etc/ds41f/site.json"})
+    assert r["setting"] == "/etc/ds41f/site.json (Node map)"
+
+
+def test_a_row_whose_found_is_its_expected_is_no_drift():
+    record = drift.row("dgx1", "model", "verification record", "6 of 6 files verified", "6 of 6 files verified", "x")
+    real = drift.row("dgx1", "model", "file model.safetensors", "sha256 ab", "sha256 cd", "ds41f run model")
+    assert drift.dedupe([record, real]) == [real]
+
+
+@pytest.mark.parametrize("result, expected", [
+    ({"skipped_checks": [{"check": "GPU clock latch", "reason": "not a DGX Spark"}]},
+     [("dgx1", "GPU clock latch", "not a DGX Spark")]),
+    ({"skipped_reason": "GRUB not applied: container"}, [("dgx1", "Pin GRUB", "GRUB not applied: container")]),
+    ({"skipped": ["cpu governor skipped: not a DGX Spark (a podman container)"]},
+     [("dgx1", "cpu governor", "not a DGX Spark (a podman container)")]),
+    ({"rows": [{"node": "dgx1", "netdev": "enp1s0f0np0", "check": "gid", "status": "skipped",
+                "message": "no RDMA device (lab)"}, {"node": "dgx1", "status": "ok"}]},
+     [("dgx1", "enp1s0f0np0 gid", "no RDMA device (lab)")]),
+    ({"skipped": True, "msg": "node qualification skipped: not a DGX Spark"},
+     [("dgx1", "Pin GRUB", "node qualification skipped: not a DGX Spark")]),
+    ({"skipped": True, "false_condition": "x", "skip_reason": "Conditional result was False"}, []),
+])
+def test_every_way_a_module_says_it_did_not_check_is_listed(result, expected):
+    found = drift.not_checked("dgx1", "Pin GRUB", result)
+    assert [(i["node"], i["check"], i["reason"]) for i in found] == expected
+
+
+def test_not_checked_lines_group_nodes_and_markdown_lists_them():
+    items = [{"node": n, "check": "GPU clock latch", "reason": "not a DGX Spark"} for n in ("dgx2", "dgx1", "dgx1")]
+    assert drift.not_checked_lines(items) == ["not checked: GPU clock latch on dgx1, dgx2: not a DGX Spark"]
+    md = drift.markdown([], not_checked=drift.not_checked_list(items))
+    assert "## Not checked" in md and md.count("| GPU clock latch |") == 2
+
+
+# -- a fabric path's cause and its echoes ----------------------------------------------------------
+
+
+def test_a_pulled_cable_is_one_row_naming_both_ends_with_one_fix():
+    cluster = topology.build(SITE)
+    table = ends(cluster)
+    cable = cluster.cable_table()[0]
+    a, b = (cable["a"], cable["a_netdev"]), (cable["b"], cable["b_netdev"])
+    rows = [drift.row(a[0], "fabric", "%s link" % a[1], "present", "missing", "check the cable"),
+            drift.row(b[0], "fabric", "%s link" % b[1], "present", "missing", "check the cable"),
+            drift.row(b[0], "fabric", "%s address" % b[1], "10.0.0.2/24", None, "ip address replace ..."),
+            drift.row(a[0], "fabric", "%s reachability" % a[1], "answered", "no answer", "ping")]
+    rows.append(dict(rows[0], stage="verify"))  # the live check sees the same missing link
+    [r] = drift.dedupe(rows, table)
+    assert r["found"].count("link missing") == 2  # once per end
+    assert r["node"] == a[0] and "%s %s" % a in r["setting"] and "%s %s" % b in r["setting"]
+    assert "re-plug the cable" in r["fix"] and "ip address" not in r["fix"]
+    assert drift.path_status([r], [cable["cidr"]]) == {cable["cidr"]: "down"}
+
+
+def test_no_carrier_at_one_end_explains_the_far_ends_lost_address():
+    cluster = topology.build(SITE)
+    cable = cluster.cable_table()[0]
+    rows = [drift.row(cable["a"], "fabric", "%s carrier" % cable["a_netdev"], "up", "down, carrier off", "reseat"),
+            drift.row(cable["b"], "fabric", "%s address" % cable["b_netdev"], "10.0.0.2/24", None, "ip address ...")]
+    [r] = drift.dedupe(rows, ends(cluster))
+    assert r["node"] == cable["a"] and r["fix"] == "reseat" and "address (absent)" in r["found"]
+
+
+def test_an_mtu_and_an_address_on_different_ends_are_two_causes():
+    cluster = topology.build(SITE)
+    cable = cluster.cable_table()[0]
+    rows = [drift.row(cable["a"], "fabric", "%s mtu" % cable["a_netdev"], 9000, 1500, "ip link set"),
+            drift.row(cable["b"], "fabric", "%s address" % cable["b_netdev"], "10.0.0.2/24", None, "ds41f run fabric")]
+    assert len(drift.dedupe(rows, ends(cluster))) == 2
+
+
+def test_the_picture_colours_only_what_a_check_read():
+    rows = [drift.row("dgx2", "fabric", "x mtu", 9000, 1500, "fix", path="10.12.1.0/24")]
+    assert drift.node_status(rows, ["dgx1", "dgx2", "dgx3"], {"dgx1"}) == {
+        "dgx1": "ok", "dgx2": "drift", "dgx3": "unchecked"}
+    assert drift.path_status(rows, ["10.13.1.0/24"]) == {"10.13.1.0/24": "ok", "10.12.1.0/24": "drift"}
+    assert drift.path_status(rows) == {"10.12.1.0/24": "drift"}
+
+
+# -- the serving group -----------------------------------------------------------------------------
+
+
+def rank(running=True, status="running", exit_code=0, logs=None, guard="active"):
+    state = {"name": "spark-ds41f", "running": running, "status": status, "exit_code": exit_code, "logs": logs}
+    return {"live": {"container": state, "launch_spec": {"name": "spark-ds41f"},
+                     "guard": {"active": guard, "sub": "running" if guard == "active" else "dead",
+                               "result": "success"}}}
+
+
+def api_reading(name):
+    return json.loads((DOCTOR / "api" / name).read_text())
+
+
+def test_a_serving_group_in_health_has_no_findings():
+    hosts = {"dgx1": rank(), "dgx2": rank(), "dgx3": rank()}
+    hosts["dgx1"]["live"]["api"] = api_reading("answering.json")
+    assert live_checks.serving_group(hosts, "dgx1", "ds41f-memguard.service", ["deepseek-v4.1-flash"]) == ([], [])
+
+
+def test_a_dead_rank_its_exit_code_and_last_log_lines_and_a_disruptive_group_restart():
+    hosts = {"dgx1": rank(), "dgx2": rank(guard="inactive"),
+             "dgx3": rank(False, "exited", 137, ["INFO engine core busy", "Terminated"])}
+    hosts["dgx3"]["live"]["container"]["logs"] = ["INFO engine core busy", "Terminated"]
+    hosts["dgx1"]["live"]["api"] = api_reading("answering.json")
+    findings, unchecked = live_checks.serving_group(hosts, "dgx1", "ds41f-memguard.service", ["deepseek-v4.1-flash"])
+    by_node = {f["node"]: f for f in findings}
+    assert set(by_node) == {"dgx2", "dgx3"} and unchecked == []
+    assert by_node["dgx3"]["found"].startswith("exited (exit code 137)") and "Terminated" in by_node["dgx3"]["found"]
+    assert "disruptive" in by_node["dgx3"]["fix"] and "serve_replace" in by_node["dgx3"]["fix"]
+    assert by_node["dgx2"]["setting"] == "unit ds41f-memguard.service (memory guard)"
+    assert "systemctl start ds41f-memguard.service" in by_node["dgx2"]["fix"]
+
+
+def test_an_absent_rank_and_a_cluster_that_serves_nowhere():
+    hosts = {"dgx1": rank(), "dgx2": {"live": {"container": None, "launch_spec": {"name": "spark-ds41f"}}}}
+    findings, _ = live_checks.serving_group(hosts, "dgx1", "", [])
+    assert [(f["node"], f["found"]) for f in findings] == [("dgx2", "absent")]
+    idle = {n: {"live": {"container": None, "launch_spec": {"name": "spark-ds41f"}}} for n in ("dgx1", "dgx2")}
+    findings, unchecked = live_checks.serving_group(idle, "dgx1", "", [])
+    assert findings == [] and [u["node"] for u in unchecked] == ["dgx1", "dgx2"]
+
+
+def test_an_engine_whose_container_runs_but_whose_api_does_not_answer():
+    hosts = {"dgx1": rank()}
+    hosts["dgx1"]["live"]["api"] = api_reading("paused.json")  # docker pause: the container runs, nothing answers
+    findings, _ = live_checks.serving_group(hosts, "dgx1", "", ["deepseek-v4.1-flash"])
+    assert [f["setting"] for f in findings] == ["API http://127.0.0.1:8000/health", "API http://127.0.0.1:8000/v1/models"]
+    assert [f["found"] for f in findings] == ["timed out", "timed out"]
+    assert all("docker logs spark-ds41f on dgx1" in f["fix"] for f in findings)
+    assert all(f["expected"] != f["found"] for f in findings)
+
+
+# -- what a real Spark drifts on ------------------------------------------------------------------
+
+
+def test_sshd_effective_settings_from_sshd_t():
+    wanted = {"LoginGraceTime": 30, "MaxStartups": "64:30:128", "PerSourceMaxStartups": 32}  # host_baseline_sshd
+    good = live_checks.parse_sshd_t((DOCTOR / "sshd" / "sshd-T-baseline.txt").read_text())
+    assert live_checks.sshd("dgx1", good, wanted) == []
+    bad = live_checks.parse_sshd_t((DOCTOR / "sshd" / "sshd-T-earlier-dropin.txt").read_text())
+    [f] = live_checks.sshd("dgx1", bad, wanted)
+    assert f["setting"] == "sshd effective LoginGraceTime (sshd -T)" and f["found"] == "120" and f["expected"] == "30"
+
+
+def test_nvidia_drm_modeset_off():
+    folder = DOCTOR / "nvidia_drm" / "modeset-off"  # as /sys/module/nvidia_drm/parameters reads
+    params = {f.name: f.read_text().strip() for f in folder.iterdir()}
+    found = live_checks.nvidia_drm("dgx1", params)
+    assert [(f["setting"].split()[1], f["found"]) for f in found] == [("modeset", "N")]
+    assert live_checks.nvidia_drm("dgx1", {"modeset": "Y", "fbdev": "Y"}) == []
+
+
+def test_a_node_waiting_for_its_64k_kernel_boot():
+    r = readings(running=K4, dkms=dkms.parse_status(text("dkms/status-memory-saver-installed.txt")),
+                 uvm_disk=modinfo("dkms-installed"))
+    [f] = live_checks.memory_saver("dgx2", ms.assess(r, WANT), r, WANT)
+    assert f["stage"] == "kernel" and f["expected"] == WANT["kernel"] and f["found"].startswith(K4)
+    assert "reboot dgx2" in f["fix"]
+
+
+def test_the_memory_saver_installed_but_not_loaded_or_loaded_without_packing():
+    installed = dict(dkms=dkms.parse_status(text("dkms/status-memory-saver-installed.txt")),
+                     uvm_disk=modinfo("dkms-installed"))
+    r = readings(uvm_loaded={"loaded": False}, **installed)
+    [f] = live_checks.memory_saver("dgx1", ms.assess(r, WANT), r, WANT)
+    assert f["found"] == "installed, not loaded"
+    r = readings(uvm_loaded={"loaded": True, "srcversion": modinfo("dkms-installed")["srcversion"],
+                             "parameters": {ms.PACKING: "N"}}, uvm_in_use=True, **installed)
+    [f] = live_checks.memory_saver("dgx1", ms.assess(r, WANT), r, WANT)
+    assert f["setting"] == "nvidia_uvm parameter %s" % ms.PACKING and f["found"] == "N"
+
+
+# -- the callback: a stage that failed once on a node -----------------------------------------------
+
+
+class _Role:
+    def __init__(self, name):
+        self.name = name
+
+    def get_name(self):
+        return "dgxspark.ds41f." + self.name
+
+
+class _Task:
+    def __init__(self, name, role, action="dgxspark.ds41f.some_check"):
+        self.name, self.action, self._role = name, action, _Role(role)
+
+    def get_name(self):
+        return self.name
+
+
+class _Host:
+    def __init__(self, name):
+        self.name = name
+
+    def get_name(self):
+        return self.name
+
+
+class _Result:
+    def __init__(self, node, task, result):
+        self._host, self._task, self._result = _Host(node), task, result
+
+
+def test_a_stages_later_failures_on_a_node_are_not_checked_with_the_first_cause_as_reason():
+    from ansible_collections.dgxspark.ds41f.plugins.callback.drift_report import CallbackModule
+
+    cb = CallbackModule()
+    cb._display = type("D", (), {"display": lambda *a, **k: None, "warning": lambda *a, **k: None})()
+    cb.v2_runner_on_failed(_Result("dgx3", _Task("Every CX7 netdev exists", "fabric"), {
+        "msg": "fabric preflight failed", "drift": [{"setting": "enP2p1s0f1np1 link", "expected": "present",
+                                                      "found": "missing"}]}), ignore_errors=True)
+    cb.v2_runner_on_failed(_Result("dgx3", _Task("Live CX7 state", "fabric"), {"msg": "no netdev"}), True)
+    cb.v2_runner_on_failed(_Result("dgx3", _Task("Serve preflight", "serve"), {"msg": "no reading"}), True)
+    cb.v2_runner_on_skipped(_Result("dgx3", _Task("End", "serve", "ansible.builtin.meta"), {"msg": "end_host"}))
+    assert [(r["stage"], r["setting"]) for r in cb.rows] == [
+        ("fabric", "enP2p1s0f1np1 link"), ("serve", "Serve preflight (a check that named no cause)")]
+    assert cb.skipped == [{"node": "dgx3", "check": "fabric: Live CX7 state", "reason": "after an earlier finding of "
+                           "the fabric stage: dgx3 enP2p1s0f1np1 link is missing (expected present)"}]
