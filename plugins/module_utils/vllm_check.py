@@ -15,7 +15,6 @@ import importlib.util
 import io
 import json
 import os
-import subprocess
 import sys
 
 
@@ -70,16 +69,10 @@ def errors(argvs, patched=()):
 
     The parser runs in its own Python process: vLLM (torch) does not import inside Ansible's worker.
     """
-    try:
-        proc = subprocess.run([sys.executable, os.path.abspath(__file__)], input=json.dumps(
-            {"argvs": argvs, "patched": list(patched)}), text=True, capture_output=True, timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RuntimeError("vLLM's parser did not run: %s" % exc) from exc
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("[")]
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise RuntimeError("vLLM's parser did not run (exit %d): %s" % (proc.returncode, tail[0]))
-    return json.loads(lines[-1])
+    # Imported here: this file also runs as the child script, where the collection is not on sys.path.
+    from ansible_collections.dgxspark.ds41f.plugins.module_utils import parser_process
+
+    return parser_process.verdicts(__file__, {"argvs": argvs, "patched": list(patched)}, "vLLM", 600)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ import contextlib
 import io
 import json
 import os
-import subprocess
 import sys
 
 
@@ -45,16 +44,10 @@ def _verdicts(argvs):
 def errors(argvs, paths, timeout=900):
     """SGLang's verdict on each argument list, or a RuntimeError saying why the parser did not run."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in paths))
-    try:
-        proc = subprocess.run([sys.executable, os.path.abspath(__file__)], input=json.dumps(argvs), text=True,
-                              capture_output=True, timeout=timeout, env=env)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RuntimeError("SGLang's parser did not run: %s" % exc) from exc
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("[")]
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise RuntimeError("SGLang's parser failed (exit %d): %s" % (proc.returncode, tail[0]))
-    return json.loads(lines[-1])
+    # Imported here: this file also runs as the child script, where the collection is not on sys.path.
+    from ansible_collections.dgxspark.ds41f.plugins.module_utils import parser_process
+
+    return parser_process.verdicts(__file__, argvs, "SGLang", timeout, env)
 
 
 if __name__ == "__main__":
