@@ -13,7 +13,7 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["ds41f", "ds41f.*"]) + find_packages("kernels", include=["ds41f_kernels*"]),
     package_dir={"ds41f_kernels": "kernels/ds41f_kernels"},
-    package_data={"ds41f.lab": ["*.txt", "*.conf"], "ds41f.bench": ["references/*.yml"],
+    package_data={"ds41f.lab": ["*.txt", "*.conf"], "ds41f.bench": ["references/*.yml", "tasks/*.json"],
                   "ds41f_kernels": ["*.json", "*.yml"]},
     install_requires=[
         "ansible-core>=2.19.14,<2.20",  # as meta/runtime.yml requires_ansible: what CI runs

@@ -31,6 +31,12 @@ async def run(bench):
     n = bench.opt("admission_contexts", 4)
     tokens = bench.opt("admission_tokens", 65536)
     out_tokens = bench.opt("admission_output", 128)
+    if bench.context is not None and tokens + out_tokens > bench.context:
+        why = "one %d-token context with %d output tokens is past the server's %d-token context" % (
+            tokens, out_tokens, bench.context)
+        bench.log("  admission: %s" % why)
+        return {"contexts": n, "asked_tokens": tokens, "output_tokens": out_tokens, "peak_running": 0,
+                "peak_kv_pct": None, "preemptions": None, "per_stream_tps": None, "passed": False, "why": why}
     messages = []
     for _ in range(n):
         bench.offset += 15485863 % 100003  # a fresh stretch of text per context: nothing shares a prefix

@@ -60,7 +60,7 @@ def draw(report, directory):
         ax.set_ylabel("prefill tok/s")
         ax.grid(alpha=0.3)
         written.append(_save(fig, plt, directory, "prefill.png"))
-    comparison = report.get("comparison") or []
+    comparison = [c for c in report.get("comparison") or [] if c["change_pct"] is not None]  # measured rows
     if comparison:
         fig, ax = plt.subplots(figsize=(8, 0.4 * len(comparison) + 1.5))
         names = ["%s %s" % (c["name"], c["metric"]) for c in comparison]

@@ -1,7 +1,9 @@
 """`ds41f bench`: measure a live OpenAI-compatible server and compare it with a reference.
 
-Exit status: 0 no regression, 1 a point slower than the reference beyond the tolerance (Welch 95%),
-2 the run stopped (failed quality gate or admission check, failed request, busy engine, memory, the doctor).
+Exit status: 0 no regression; 1 not qualified against the reference: a point slower beyond the tolerance (Welch
+95%), a reference point the server cannot serve or the run did not measure, or a run that is not the reference's
+system (another model or shape); 2 the run stopped (failed quality gate or admission check, failed request,
+busy engine, memory, the doctor).
 """
 
 from __future__ import annotations
@@ -16,11 +18,26 @@ from urllib.parse import urlsplit
 import yaml
 
 from ds41f import paths
-from ds41f.bench import client, doctor, identity, markdown, memory, prompts, quality, reference, report, runner
+from ds41f.bench import (
+    client,
+    doctor,
+    identity,
+    kl_gate,
+    markdown,
+    memory,
+    prompts,
+    qeval,
+    quality,
+    reference,
+    report,
+    runner,
+)
 
-SUITES = ("quality", "compliance", "decode", "portable", "precision", "prefill", "sampled", "prefix", "admission")
+GATES = ("qeval", "kl", "tscan", "prefix_scan")  # seed 001's quality gates (runner.Bench.gates)
+SUITES = ("quality",) + GATES + ("compliance", "decode", "portable", "precision", "prefill", "sampled", "prefix",
+                                 "admission")
 QUICK = ("quality", "decode", "prefill", "prefix")
-FULL = tuple(s for s in SUITES if s != "compliance")  # compliance is asked for by name (or all), as in the seed
+FULL = tuple(s for s in SUITES if s != "compliance" and s not in GATES)  # those are asked for by name (or all)
 SAMPLES = {"quick": (3, 4), "full": (6, 40)}  # min, max samples per point
 METRICS = ("tps", "decode_window_tps", "ttft_s", "step_ms", "derived_tps", "prefill_tps")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -88,6 +105,20 @@ def add_parser(sub):
     p.add_argument("--admission-contexts", type=int, default=4)
     p.add_argument("--admission-tokens", type=int, default=65536)
     p.add_argument("--admission-output", type=int, default=128, help="output tokens of each admission context")
+    p.add_argument("--qeval-tasks", help="qeval: JSON list of auto-scored tasks (the quality task format); the "
+                                         "seed's 75 are not published, so qeval does not run without it")
+    p.add_argument("--qeval-runs", type=int, default=3, help="qeval: scored runs of the panel (seed 001: three)")
+    p.add_argument("--qeval-reference", help="qeval: an earlier bench.json with a qeval; the run passes when it "
+                                             "misses no task the reference passes")
+    p.add_argument("--kl-reference", help="kl: the reference stack, an earlier run's outputs/kl-logprobs.json "
+                                          "(its prompts are sent again); without it kl records, not judges")
+    p.add_argument("--kl-tokens", type=int, default=32, help="kl: greedy continuation length per prompt")
+    p.add_argument("--kl-long-lengths", type=_ints, default=[16500, 40000], help="kl: long panel prompt tokens")
+    p.add_argument("--kl-short-lengths", type=_ints, default=[1000, 3000], help="kl: short panel prompt tokens")
+    p.add_argument("--tscan-temperature", type=float, help="tscan: the sampling temperature (seed 001: T > 0, "
+                                                           "no value); tscan does not run without it")
+    p.add_argument("--tscan-outputs", type=int, default=35)
+    p.add_argument("--prefix-scan-tokens", type=int, default=32, help="prefix_scan: output tokens per hit")
     p.add_argument("--compliance-records", type=int, default=8, help="record types asked for (at most 8)")
     p.add_argument("--compliance-items", type=int, default=12, help="objects per array")
     p.add_argument("--compliance-max-tokens", type=int, default=4096)
@@ -112,9 +143,12 @@ def add_parser(sub):
     return p
 
 
-async def _model(url, api_key):
-    data = json.loads(await client.get_text(url.rstrip("/") + "/v1/models", api_key=api_key))
-    return data["data"][0]["id"]
+async def _model(url, api_key, name=None):
+    """(served model name, its context in tokens or None): --model, else the server's first (/v1/models; vLLM
+    and SGLang both give max_model_len)."""
+    models = json.loads(await client.get_text(url.rstrip("/") + "/v1/models", api_key=api_key))["data"]
+    entry = next((m for m in models if m["id"] == name), None) if name else models[0]
+    return name or entry["id"], (entry or {}).get("max_model_len")
 
 
 def api_key(path):
@@ -179,23 +213,14 @@ def resolve(args):
             "suites": args.suites, "max_seqs": cap, "skipped": skipped}
 
 
-def comparable_points(data):
-    """Every measured point a reference figure can name: the sampled points, the sampled-decode cases, and one
-    sample each for the prefix replay, the admission check and each node's lowest MemAvailable."""
-    points = list(data.get("points") or []) + list(data.get("sampled") or [])
-    if data.get("prefix"):
-        pr = data["prefix"]
-        warm = [r["ttft_s"] for r in pr["runs"][1:]]
-        points.append({"name": "prefix/%d" % pr["asked"], "metric": "cold_ttft_s", "samples": [
-            {"cold_ttft_s": pr["runs"][0]["ttft_s"], "warm_ttft_s": sum(warm) / len(warm)}]})
-    a = data.get("admission")
-    if a and a.get("per_stream_tps") is not None:
-        points.append({"name": "admission", "metric": "per_stream_tps", "samples": [
-            {k: a[k] for k in ("per_stream_tps", "peak_kv_pct") if a.get(k) is not None}]})
-    for node, row in ((data.get("memory") or {}).get("nodes") or {}).items():
-        points.append({"name": "memory/%s" % node, "metric": "min_available_gib",
-                       "samples": [{"min_available_gib": row["min_available_gib"]}]})
-    return points
+def check_gate_inputs(args):
+    """The gates' files, read before anything is sent (a bad one fails here, naming the flag)."""
+    if args.qeval_tasks:
+        qeval.load_panel(args.qeval_tasks)
+    if args.qeval_reference:
+        qeval.reference_passed(args.qeval_reference)
+    if args.kl_reference:
+        kl_gate.load_reference(args.kl_reference)
 
 
 def _monitor(args, hosts, loopback, log):
@@ -212,7 +237,8 @@ def _monitor(args, hosts, loopback, log):
 def run(args, log=print):
     try:
         task = quality.load_task(args.quality_task)
-    except quality.TaskError as exc:
+        check_gate_inputs(args)
+    except (quality.TaskError, qeval.PanelError, kl_gate.KLReferenceError) as exc:
         log("ds41f bench: %s" % exc)
         return report.EXIT_STOPPED
     site = site_file(args.inventory)
@@ -239,10 +265,10 @@ def run(args, log=print):
     else:
         try:
             hosts = memory.inventory_hosts(site) if site is not None else {}
-            model = args.model or asyncio.run(_model(url, args.api_key))
+            model, context = asyncio.run(_model(url, args.api_key, args.model))
             ident = asyncio.run(identity.collect(url, args.api_key, model, args.shape, site, hosts, loopback))
             monitor, mem_note = _monitor(args, hosts, loopback, log)
-            bench = runner.Bench(url, model, args, log, monitor)
+            bench = runner.Bench(url, model, args, log, monitor, context)
             result = asyncio.run(bench.run(task))
         except (runner.BenchError, client.RequestError, OSError, RuntimeError) as exc:
             result = {"stopped": str(exc)}
@@ -254,12 +280,13 @@ def run(args, log=print):
             "method": method, "doctor": checked, "identity": ident}
     data.update(result)
     data["memory"] = monitor.summary() if monitor is not None else {"not_sampled": mem_note or "the run stopped first"}
-    rows, unmatched = report.compare_with(comparable_points(data), ref, args.tolerance)
-    data["comparison"], data["reference_unmatched"] = rows, unmatched
+    rows, info = report.compare_with(report.comparable_points(data), ref, args.tolerance, data.get("unmeasured"))
+    data["comparison"], data["reference_info"] = rows, info
     if ref:
-        data["reference"] = {k: ref[k] for k in ("kind", "label", "notes") if k in ref}
+        data["reference"] = {k: ref[k] for k in ("kind", "label", "notes", "identity") if k in ref}
         data["comparison_notes"] = report.comparable(data, ref)
-    status, why = report.verdict(data, rows)
+        data["identity_differences"] = report.identity_differences(ident, ref)
+    status, why = report.verdict(data, rows, data.get("identity_differences", ()))
     data["verdict"] = {"exit": status, "reason": why}
     (out_dir / "bench.json").write_text(json.dumps(data, indent=1, sort_keys=True))
     written = [str(out_dir / "bench.json")]

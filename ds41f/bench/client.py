@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from urllib.parse import urlsplit
 
@@ -116,7 +117,7 @@ async def chat_stream(base_url, body, timeout=600, api_key=None):
     """
     body = dict(body, stream=True, stream_options={"include_usage": True})
     parts, reader, writer = await _open(base_url.rstrip("/") + "/v1/chat/completions")
-    text, reasoning, usage, finish, chunks = [], [], None, None, 0
+    text, reasoning, usage, finish, chunks, logprobs = [], [], None, None, 0, []
     t_first = None
     busy = 0.0  # time this client spends handling what arrived (bench/client_overhead reads it)
     try:
@@ -152,6 +153,8 @@ async def chat_stream(base_url, body, timeout=600, api_key=None):
                             t_first = now
                         text.append(piece)
                         reasoning.append(think)
+                        if choice.get("logprobs"):  # asked for with logprobs=true (prefix_scan)
+                            logprobs += choice["logprobs"].get("content") or []
                         finish = choice.get("finish_reason") or finish
             busy += time.perf_counter() - now
         t_last = time.perf_counter()
@@ -162,7 +165,37 @@ async def chat_stream(base_url, body, timeout=600, api_key=None):
                            "include_usage, so token counts cannot be trusted")
     return {"t_send": t_send, "t_first": t_first if t_first is not None else t_last, "t_last": t_last,
             "text": "".join(text), "reasoning": "".join(reasoning), "usage": usage, "finish_reason": finish,
-            "chunks": chunks, "client_busy_s": busy}
+            "chunks": chunks, "client_busy_s": busy, "logprobs": logprobs}
+
+
+async def chat_logprobs(base_url, body, timeout=600, api_key=None):
+    """One chat completion (not streamed) with the log probabilities of its output tokens, as the OpenAI API
+    gives them (vLLM and SGLang both): ``{"text", "finish_reason", "usage", "tokens": [{"token", "logprob",
+    "top": {token: logprob}}]}``."""
+    body = dict(body, stream=False, logprobs=True)
+    status, data = await request(base_url.rstrip("/") + "/v1/chat/completions", "POST", body, timeout, api_key)
+    if status != 200:
+        raise RequestError("HTTP %d: %s" % (status, data[:300].decode(errors="replace")))
+    answer = json.loads(data)
+    choice = answer["choices"][0]
+    content = (choice.get("logprobs") or {}).get("content")
+    if content is None:
+        raise RequestError("the answer has no logprobs.content: the server ignores logprobs=true")
+    return {"text": choice["message"].get("content") or "", "finish_reason": choice.get("finish_reason"),
+            "usage": answer.get("usage") or {},
+            "tokens": [{"token": t["token"], "logprob": t["logprob"], "top": _by_text(t.get("top_logprobs") or [])}
+                       for t in content]}
+
+
+def _by_text(top):
+    """{token text: logprob}; the API names tokens by their text only, so tokens with the same text (pieces of
+    one UTF-8 character all read "") are one entry holding their summed probability."""
+    out = {}
+    for x in top:
+        lp = x["logprob"]
+        out[x["token"]] = lp if x["token"] not in out else max(out[x["token"]], lp) + math.log1p(
+            math.exp(-abs(out[x["token"]] - lp)))
+    return out
 
 
 def parse_metrics(text):

@@ -38,17 +38,42 @@ def verdict_words(data):
     ref = (data.get("reference") or {}).get("label")
     if status == report.EXIT_STOPPED:
         return "**Stopped** (exit 2): %s. What was measured before the stop is below." % why
-    if status == report.EXIT_REGRESSION:
-        slow = sorted({r["name"] for r in rows if r["regression"]})
-        return ("**Slower than the reference** (exit 1): %d of %d compared points are significantly slower than %s "
-                "by more than the %.0f%% tolerance: %s." % (len(slow), len({r["name"] for r in rows}), ref,
-                                                            data["meta"]["tolerance_pct"], ", ".join(slow)))
-    if rows:
-        faster = sorted({r["name"] for r in rows if r["verdict"] == report.FASTER})
-        return ("**No regression** (exit 0): no compared point is significantly slower than %s by more than the "
-                "%.0f%% tolerance%s." % (ref, data["meta"]["tolerance_pct"],
-                                        "; faster at %s" % ", ".join(faster) if faster else ""))
-    return "**Measured, not compared** (exit 0): no reference was given (`--compare` takes the seeds' figures)."
+    if not rows and not data.get("identity_differences"):
+        return "**Measured, not compared** (exit 0): no reference was given (`--compare` takes the seeds' figures)."
+    head = next((h for h in report.HEADS if why.startswith(h)), why)
+    detail = why[len(head):].lstrip(":; ") or "no compared point is significantly slower by more than the %.0f%% " \
+                                              "tolerance" % data["meta"]["tolerance_pct"]
+    measured = [r for r in rows if r["change_pct"] is not None]
+    return "**%s** (exit %d) against %s, %d reference row(s), %d of them measured: %s." % (
+        head[0].upper() + head[1:], status, ref, len(rows), len(measured), detail)
+
+
+def _judged(passed):
+    return {True: "**passed**", False: "**FAILED**", None: "not judged"}[passed]
+
+
+def gates(data):
+    """seed 001's quality gates: one line each, then the KL panels and the prefix_scan hits."""
+    rows = [(name, _judged(data[name]["passed"]), data[name]["why"]) for name in ("qeval", "kl", "tscan",
+                                                                                  "prefix_scan") if data.get(name)]
+    if not rows:
+        return []
+    lines = ["## Quality gates (seed 001)", ""] + _table(["gate", "result", "why"], rows)
+    q = data.get("qeval") or {}
+    if q.get("scores"):
+        lines += ["qeval scores per run: %s of %d tasks." % (" / ".join(map(str, q["scores"])), len(q["tasks"])), ""]
+    kl = data.get("kl") or {}
+    if kl.get("panels"):
+        lines += _table(["KL panel", "positions", "mean KL", "limit", "result"],
+                        [(name, p["positions"], _fmt(p["mean_kl"], 4), kl["limit"], _judged(p["passed"]))
+                         for name, p in kl["panels"].items()])
+    ps = data.get("prefix_scan") or {}
+    if ps.get("hits"):
+        lines += _table(["prefix_scan hit", "cold TTFT s", "warm TTFT s", "cached tokens", "logprob drift",
+                         "same tokens"],
+                        [(h["hit"], _fmt(h["cold_ttft_s"], 3), _fmt(h["warm_ttft_s"], 3), _fmt(h["cached_tokens"]),
+                          _fmt(h["drift"], 4), "yes" if h["same_tokens"] else "no") for h in ps["hits"]])
+    return lines
 
 
 def render(data, charts):
@@ -79,6 +104,7 @@ def render(data, charts):
         lines += ["## Quality gate", "", "%s: %d of %d runs passed%s." % (
             q["task"], sum(r["passed"] for r in q["runs"]), q["required"],
             "" if q["passed"] else " - **failed**, nothing else was measured"), ""]
+    lines += gates(data)
     points = data.get("points") or []
     decode = [p for p in points if p["kind"] in ("decode", "portable", "precision")]
     if decode:
@@ -149,16 +175,23 @@ def render(data, charts):
         lines += ["## Comparison with %s" % ref["label"], ""]
         notes = ref.get("notes", []) + data.get("comparison_notes", [])
         lines += ["- %s" % n for n in notes] + ([""] if notes else [])
+        diffs = data.get("identity_differences") or []
+        if diffs:
+            lines += _table(["identity", "this run", "reference", "effect"],
+                            [(d["field"], d["run"], d["reference"], "not comparable" if d["decides"] else "named")
+                             for d in diffs])
         lines += _table(["point", "metric", "now", "reference", "change (95%)", "verdict", "reference from"],
                         [(r["name"], r["metric"], _fmt(r["current"], 2), _fmt(r["reference"], 2),
-                          "%+.1f%% %s" % (r["change_pct"], "±%.1f" % r["ci95_pct"] if r["ci95_pct"] is not None
-                                          else "(no interval)"), r["verdict"], r["source"])
+                          "-" if r["change_pct"] is None else "%+.1f%% %s" % (
+                              r["change_pct"], "±%.1f" % r["ci95_pct"] if r["ci95_pct"] is not None
+                              else "(no interval)"),
+                          r["verdict"] + (": %s" % r["why"] if r.get("why") else ""), r["source"])
                          for r in data.get("comparison") or []])
-        unmatched = data.get("reference_unmatched") or []
-        if unmatched:
-            lines += ["Reference figures this run has no point for (%d): %s." % (len(unmatched), "; ".join(
-                "%s %s %s (%s:%d)" % (f.get("point") or f.get("what"), f["metric"], f["value"], f["seed"],
-                                      f["line"]) for f in unmatched)), ""]
+        info = data.get("reference_info") or []
+        if info:
+            lines += ["Published figures no suite of this bench measures, shown only (%d): %s." % (len(info), "; ".join(
+                "%s %s %s (%s:%d)" % (f.get("what"), f["metric"], f["value"], f["seed"], f["line"]) for f in info)),
+                ""]
     if charts:
         lines += ["## Charts", ""] + ["![%s](%s)" % (c.rsplit("/", 1)[-1][:-4], c.rsplit("/", 1)[-1])
                                       for c in charts] + [""]

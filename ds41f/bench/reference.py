@@ -32,8 +32,12 @@ def load(choice, shape):
     if choice == "seed" or choice.startswith("seed:"):
         return seed(choice.partition(":")[2] or None, shape)
     data = report.load(choice)
-    return {"kind": "run", "label": choice, "points": data.get("points") or [], "meta": data.get("meta", {}),
-            "notes": []}
+    meta = data.get("meta", {})
+    ident = dict(data.get("identity") or {})
+    for field in ("model", "shape"):  # reports older than the identity table have them in meta
+        ident.setdefault(field, meta.get(field))
+    return {"kind": "run", "label": choice, "points": report.reference_points(data), "meta": meta,
+            "identity": ident, "notes": []}
 
 
 def seed(set_name, shape):
@@ -52,5 +56,7 @@ def seed(set_name, shape):
                                   for s in data["default_set"]) if set_name in sets]
         raise ReferenceError("the seed set %s has no figures for shape %s. Fix: --shape one of %s, or another set"
                              % (set_name, shape, ", ".join(have) or "none"))
+    ident = {"model": data["model"]["name"], "shape": shape, "release": data["sets"][set_name]["release"]}
     return {"kind": "seed", "label": "seed %s, %s" % (set_name, shape), "set": set_name, "shape": shape,
-            "what": data["sets"][set_name]["what"], "figures": figures, "meta": {"shape": shape}, "notes": notes}
+            "what": data["sets"][set_name]["what"], "figures": figures, "meta": {"shape": shape},
+            "identity": ident, "notes": notes}

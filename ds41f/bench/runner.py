@@ -100,9 +100,11 @@ class Point:
 
 
 class Bench:
-    def __init__(self, url, model, options, log=print, monitor=None):
+    def __init__(self, url, model, options, log=print, monitor=None, context=None):
         self.url, self.model, self.o, self.log = url.rstrip("/"), model, options, log
         self.monitor = monitor  # memory.Monitor: its ``tripped`` stops the run between samples
+        self.context = context  # the server's context in tokens (/v1/models max_model_len), None where unknown
+        self.unmeasured = {}  # point name: why the server could not serve it (a reference point short there)
         self.chars_per_token = {}  # per prefill text; calibrated from /tokenize and usage
         self.can_tokenize = True  # until the server answers /tokenize with anything but 200
         self.offset = 0
@@ -111,6 +113,15 @@ class Bench:
 
     def opt(self, name, default):
         return getattr(self.o, name, default)
+
+    def serves(self, name, prompt_tokens, output_tokens):
+        """Whether a prompt and output of these lengths fit the server's context; a point that does not is
+        recorded as not served (and not sent: the server would refuse it)."""
+        if self.context is None or prompt_tokens + output_tokens <= self.context:
+            return True
+        self.unmeasured[name] = "past the server's %d-token context" % self.context
+        self.log("  %s not measured: %s" % (name, self.unmeasured[name]))
+        return False
 
     # -- requests ------------------------------------------------------------------------------------
 
@@ -255,7 +266,7 @@ class Bench:
     def prefill_points(self):
         text = self.opt("prefill_text", "source")
         return [self.point("prefill/%s/%d" % (text, n), "prefill", "prefill_tps", {"tokens": n, "text": text})
-                for n in self.o.prefill_lengths]
+                for n in self.o.prefill_lengths if self.serves("prefill/%s/%d" % (text, n), n, 1)]
 
     async def measure(self, point):
         p = point.params
@@ -314,8 +325,15 @@ class Bench:
         return scores
 
     async def sampled(self, points, deadline):
-        for point in points:  # warm-up round: compiles, caches, clocks; discarded
-            await self.measure(point)
+        for point in list(points):  # warm-up round: compiles, caches, clocks; discarded
+            try:
+                await self.measure(point)
+            except BenchError as exc:  # a server of unknown context refuses a prompt past it (HTTP 400)
+                if point.kind != "prefill" or "HTTP 400" not in str(exc):
+                    raise
+                self.unmeasured[point.name] = "the server refused it: %s" % str(exc)[:200]
+                self.log("  %s not measured: %s" % (point.name, self.unmeasured[point.name]))
+                points.remove(point)
         rounds = 0
         while True:
             todo = [p for p in points if not p.done(self.o.precision)]
@@ -383,7 +401,15 @@ class Bench:
             if self.monitor is not None:
                 await self.monitor.stop()
         out["requests"] = self.requests
+        out["unmeasured"] = self.unmeasured
         return out
+
+    @staticmethod
+    def gates():
+        """seed 001's quality gates, in the order they run: each stops the run when it fails."""
+        from ds41f.bench import kl_gate, prefix_scan, qeval, tscan
+
+        return (("qeval", qeval), ("kl", kl_gate), ("tscan", tscan), ("prefix_scan", prefix_scan))
 
     async def _run(self, task, out):
         from ds41f.bench import admission, compliance_suite
@@ -396,6 +422,13 @@ class Bench:
             if not out["quality"]["passed"]:
                 out["stopped"] = "the quality gate failed"
                 return
+        for suite, module in self.gates():
+            if suite in suites:
+                self.log("%s gate (seed 001)" % suite)
+                out[suite] = await module.run(self)
+                if out[suite]["passed"] is False:
+                    out["stopped"] = "the %s gate failed: %s" % (suite, out[suite]["why"])
+                    return
         if "compliance" in suites:
             self.log("compliance: structured output, prompt-only and through response_format")
             out["compliance"] = await compliance_suite.run(self)
@@ -410,7 +443,7 @@ class Bench:
         if "sampled" in suites:
             self.log("sampled decode: temperature 1.0, %d requests per case" % self.opt("sampled_requests", 32))
             out["sampled"] = await self.sampled_decode()
-        if "prefix" in suites:
+        if "prefix" in suites and self.serves("prefix/%d" % self.o.prefix_length, self.o.prefix_length, 1):
             self.log("prefix replay: %d tokens, cold then two replays" % self.o.prefix_length)
             out["prefix"] = await self.prefix_replay(self.o.prefix_length)
         if "admission" in suites:

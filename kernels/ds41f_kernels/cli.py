@@ -52,7 +52,7 @@ def cmd_qualify(args):
         try:
             from ds41f_kernels import qualify
 
-            doc = qualify.run(args.kind, args.repeats, args.thresholds)
+            doc = qualify.run(args.kind, args.repeats, args.thresholds, args.inject_bitflip)
         except Exception as err:  # the caller gets a document saying why, whatever broke
             doc = error_doc(err)
     if args.json:
@@ -121,6 +121,8 @@ def parser():
     qualify = sub.add_parser("qualify", help="qualify this node's GPU")
     qualify.add_argument("--json", action="store_true", help="print one JSON document instead of a summary")
     qualify.add_argument("--repeats", type=int, help="census repeats (a run shorter than the kind's fails)")
+    qualify.add_argument("--inject-bitflip", metavar="KERNEL",
+                         help="testing the refusal: flip one output bit of KERNEL on every second census run")
     qualify.set_defaults(func=cmd_qualify)
     warmup = sub.add_parser("warmup", help="compile every kernel into TileLang's cache")
     warmup.set_defaults(func=cmd_warmup)

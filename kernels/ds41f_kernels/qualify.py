@@ -6,6 +6,7 @@ when there is no CUDA device to qualify.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import time
@@ -18,6 +19,7 @@ from ds41f_kernels import __version__, catalog, profiles, verdict
 TRIAD_SCALAR = 3.0
 # SM120-family block-scaled MMAs by format: (kind, scale vector size, scale type) as PTX names them.
 BLOCK_SCALED = {"mxfp8": ("mxf8f6f4", 1, "ue8m0"), "mxfp4": ("mxf4nvf4", 2, "ue8m0")}
+FLIP_WHAT = "injected: the lowest bit of the first output byte flipped after every second census run"
 
 
 def versions():
@@ -38,8 +40,12 @@ def skipped(reason):
     return {"schema": verdict.SCHEMA, "status": "skipped", "reason": reason, "versions": versions()}
 
 
-def run(kind=None, repeats=None, thresholds=None):
-    """Qualify CUDA device 0; ``kind`` forces a device kind, ``repeats`` the census length."""
+def run(kind=None, repeats=None, thresholds=None, inject_bitflip=None):
+    """Qualify CUDA device 0; ``kind`` forces a device kind, ``repeats`` the census length.
+
+    ``inject_bitflip`` names a kernel whose census repeats get one output bit flipped on every second run
+    (see ``flipping``): it tests the refusal path on a healthy GPU, and the document says so.
+    """
     import torch
 
     if not torch.cuda.is_available():
@@ -60,12 +66,16 @@ def run(kind=None, repeats=None, thresholds=None):
     kernels = catalog.kernels_for(entry, arch)
     jits, doc["jit"] = warm_up(kernels, arch)
     loads = {k.name: Workload.make(k, jits[k.name]) for k in kernels}
+    if inject_bitflip and inject_bitflip not in loads:
+        raise ValueError("--inject-bitflip %s: no such kernel here (%s)" % (inject_bitflip, ", ".join(loads)))
     doc["bandwidth"] = bandwidth(loads["copy"], loads["triad"], entry.get("peak_memory_gbps"))
     doc["gemm"] = {name: gemm(load) for name, load in loads.items() if load.kernel.family == "gemm"}
     doc["block_scaled"] = block_scaled(arch, entry.get("block_scaled_formats", []))
     neighbour = Workload.make(loads["copy"].kernel, jits["copy"], seed=1)
     neighbour.seconds = loads["copy"].seconds
-    doc["census"] = census(loads, neighbour, repeats or entry["thresholds"]["census_repeats"])
+    if inject_bitflip:
+        doc["injected_fault"] = {"kernel": inject_bitflip, "what": FLIP_WHAT}
+    doc["census"] = census(loads, neighbour, repeats or entry["thresholds"]["census_repeats"], inject_bitflip)
     doc["seconds"] = round(time.monotonic() - started, 1)
     return verdict.finish(doc, entry)
 
@@ -221,7 +231,23 @@ def block_scaled(arch, formats):
     return out
 
 
-def census(loads, neighbour, repeats):
+def flipping(run, out):
+    """``run``, then on every second call the lowest bit of ``out``'s first byte flipped, on the GPU stream:
+    what a GPU whose repeats give different bits looks like to the census, made on purpose."""
+    import torch
+
+    first = out.view(-1)[:1].view(torch.uint8)[:1]
+    calls = itertools.count()
+
+    def run_and_flip():
+        run()
+        if next(calls) % 2:
+            first.bitwise_xor_(1)
+
+    return run_and_flip
+
+
+def census(loads, neighbour, repeats, inject_bitflip=None):
     """Bit-repeat census of every kernel: alone, then beside ``neighbour`` (a copy) on a second stream.
 
     The neighbour is launched often enough per repeat to stay busy while the kernel under test runs;
@@ -231,8 +257,9 @@ def census(loads, neighbour, repeats):
 
     alone, beside, share = {}, {}, {}
     for name, load in loads.items():
-        alone[name] = measure.census(load.run, load.out, repeats)
+        run = flipping(load.run, load.out) if name == inject_bitflip else load.run
+        alone[name] = measure.census(run, load.out, repeats)
         calls = max(1, math.ceil(load.seconds / neighbour.seconds))
-        beside[name], share[name] = measure.census_beside(load.run, load.out, repeats, neighbour.run, calls)
+        beside[name], share[name] = measure.census_beside(run, load.out, repeats, neighbour.run, calls)
     return {"repeats": repeats, "neighbour": "copy kernel on a second stream", "alone": alone,
             "co_resident": beside, "co_resident_share": share}

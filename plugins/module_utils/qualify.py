@@ -5,19 +5,42 @@
 document it prints (kernels/ds41f_kernels, schema ds41f-qualify/1), and what that document means for the
 node: failures that stop it serving, and drift entries for the doctor.
 
-Pure functions over plain data, unit-tested from a document recorded on a real GPU.
+Pure functions over plain data, unit-tested from a document recorded on a real GPU; ``decide`` reads the node
+through the hardware layer.
 """
 
 from __future__ import annotations
 
 import json
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import platform
+
 SCHEMA = "ds41f-qualify/1"
 STATUSES = ("passed", "failed", "skipped", "error")
-RERUN = "run the verify stage on this node (dgxspark.ds41f.node_qualify outside check mode)"
+RERUN = ("qualify the node again with its engine stopped: `ansible NODE -m dgxspark.ds41f.node_qualify -a "
+         "image=<serve image>`; the serve stage does it before it starts ranks (docs/kernels.md)")
 
 
-def command(image, docker="docker", gpus="all", python="python3", cache_dir=None, kind=None, repeats=None):
+def decide(host):
+    """Whether this node's GPU is qualified: ('run', None), ('skip', reason) or ('fail', reason).
+
+    The NVIDIA driver decides: with /proc/driver/nvidia/version the GPU is qualified, whatever the GPU is
+    (a GB10, or the H200 the kernels were measured on). Without it a DGX Spark fails (its GPU must serve),
+    and any other node, a lab container first, is skipped with the reason.
+    """
+    if platform.driver_version(host) is not None:
+        return "run", None
+    if platform.is_spark(host):
+        return "fail", ("no NVIDIA driver loaded on this DGX Spark (/proc/driver/nvidia/version is missing): "
+                        "the GPU cannot be qualified")
+    kind = platform.container(host)
+    return "skip", ("node qualification skipped: not a DGX Spark, no NVIDIA driver (%s): there is no GPU to "
+                    "qualify here (/proc/driver/nvidia/version is missing); a node with a loaded driver runs it"
+                    % ("a %s container" % kind if kind else "no GB10 found"))
+
+
+def command(image, docker="docker", gpus="all", python="python3", cache_dir=None, kind=None, repeats=None,
+            inject_bitflip=None):
     """The argv that qualifies the node's GPU in a throwaway container of ``image``.
 
     No network: the qualification needs none. ``cache_dir``, when given, is a host folder that becomes
@@ -31,6 +54,8 @@ def command(image, docker="docker", gpus="all", python="python3", cache_dir=None
         argv += ["--kind", kind]
     if repeats:
         argv += ["--repeats", str(repeats)]
+    if inject_bitflip:
+        argv += ["--inject-bitflip", inject_bitflip]
     return argv
 
 
@@ -76,6 +101,13 @@ def failed_checks(doc):
             if check.get("ok") is False and not (listed and check.get("name") == "census")]
 
 
+def injected(doc):
+    """A first line saying the fault was made on purpose (node_qualify inject_bitflip), when it was."""
+    fault = doc.get("injected_fault")
+    return ["fault injected on purpose into %s (%s): this tests the refusal, not the GPU"
+            % (fault.get("kernel"), fault.get("what"))] if fault else []
+
+
 def _check_line(check):
     note = " (%s)" % check["note"] if check.get("note") else ""
     return "%s: %s, needs %s %s%s" % (check["name"], check.get("value"), check.get("op"), check.get("limit"), note)
@@ -87,7 +119,7 @@ def failures(doc):
         return []
     if doc["status"] in ("skipped", "error"):
         return ["qualification %s: %s" % (doc["status"], doc.get("reason") or "no reason given")]
-    return ["census: %s gave different bits in %d of %d repeats %s" % (kernel, count, repeats, where)
+    return injected(doc) + ["census: %s gave different bits in %d of %d repeats %s" % (kernel, count, repeats, where)
             for kernel, where, count, repeats in census_mismatches(doc)] + [_check_line(c) for c in failed_checks(doc)]
 
 

@@ -50,6 +50,13 @@ options:
   repeats:
     description: Census repeats; a run shorter than the device kind requires fails its census check.
     type: int
+  inject_bitflip:
+    description:
+      - For testing the refusal only. A kernel name (C(copy), C(triad), C(gemm_bf16), C(gemm_fp8),
+        C(gemm_bf16_decode)) whose census runs get one output bit flipped on every second run, so a healthy GPU
+        looks like one that gives different bits and the node fails. The document keeps C(injected_fault) and
+        the first failure says the fault was injected.
+    type: str
   record:
     description: Where the last qualification document is kept on the node.
     type: path
@@ -131,7 +138,6 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import qualify
-from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import platform
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import module_host
 
 
@@ -163,25 +169,24 @@ def main():
             "cache_dir": {"type": "path"},
             "kind": {"type": "str"},
             "repeats": {"type": "int"},
+            "inject_bitflip": {"type": "str"},
             "record": {"type": "path", "default": "/var/lib/ds41f/qualify.json"},
             "timeout": {"type": "int", "default": 1800},
         },
         supports_check_mode=True,
     )
     p = module.params
-    argv = qualify.command(p["image"], p["docker"], p["gpus"], p["python"], p["cache_dir"], p["kind"], p["repeats"])
+    argv = qualify.command(p["image"], p["docker"], p["gpus"], p["python"], p["cache_dir"], p["kind"], p["repeats"],
+                           p["inject_bitflip"])
     result = {"changed": False, "actions": [], "drift": [], "failures": [], "command": argv}
     host = module_host(module)
 
     def skip_without_driver():
-        if platform.driver_version(host) is not None:
-            return
-        if platform.is_spark(host):
-            module.fail_json(msg="no NVIDIA driver loaded on this DGX Spark (/proc/driver/nvidia/version is "
-                             "missing): the GPU cannot be qualified", **result)
-        kind = platform.container(host)
-        module.exit_json(skipped=True, msg="node qualification skipped: not a DGX Spark, no NVIDIA driver (%s)"
-                         % ("a %s container" % kind if kind else "no GB10 found"), **result)
+        action, reason = qualify.decide(host)
+        if action == "fail":
+            module.fail_json(msg=reason, **result)
+        if action == "skip":
+            module.exit_json(skipped=True, msg=reason, **result)
 
     if module.check_mode:
         try:

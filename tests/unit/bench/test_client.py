@@ -79,3 +79,24 @@ def test_without_tokenize_prompts_are_sized_by_the_running_ratio():
     for messages in (first, second):
         body = messages[0]["content"].split("\n", 1)[1]
         assert len(body) == int(1000 * runner.CHARS_PER_TOKEN)
+
+
+def test_top_logprobs_of_the_same_text_are_one_token_with_their_summed_probability():
+    import math
+
+    top = client._by_text([{"token": "a", "logprob": math.log(0.25)}, {"token": "", "logprob": math.log(0.125)},
+                           {"token": "", "logprob": math.log(0.125)}])
+    assert top["a"] == math.log(0.25) and abs(math.exp(top[""]) - 0.25) < 1e-12
+
+
+def test_what_is_past_the_servers_context_is_recorded_and_never_sent():
+    from ds41f.bench import admission
+
+    options = SimpleNamespace(admission_contexts=4, admission_tokens=4096, admission_output=128)
+    bench = runner.Bench("http://127.0.0.1:1", "m", options, log=lambda m: None, context=2048)  # nothing listens
+    assert bench.serves("prefill/source/1024", 1024, 1)
+    assert not bench.serves("prefill/source/32768", 32768, 1)
+    assert bench.unmeasured == {"prefill/source/32768": "past the server's 2048-token context"}
+    out = asyncio.run(admission.run(bench))
+    assert out["passed"] is False and out["why"].startswith("one 4096-token context with 128 output tokens is past")
+    assert bench.requests == 0

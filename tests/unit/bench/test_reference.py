@@ -48,12 +48,54 @@ def test_a_run_far_below_the_published_figure_is_slower_than_the_reference():
     ref = reference.load("seed", "tp4-ring")
     points = [point("decode/prose/nothink/c1", "tps", [40.0, 41.0, 40.5]),
               point("decode/prose/nothink/c4", "tps", [90.0, 91.0])]
-    rows, unmatched = report.compare_published(points, ref["figures"], 3.0)
-    assert [(r["name"], r["reference"]) for r in rows] == [("decode/prose/nothink/c1", 82.6)]
-    assert rows[0]["regression"] and rows[0]["verdict"] == report.SLOWER and rows[0]["source"].endswith(":300")
-    assert any(f["value"] == 272.9 for f in unmatched)  # c16 was not measured
+    rows, info = report.compare_published(points, ref["figures"], 3.0)
+    measured = [r for r in rows if r["change_pct"] is not None]
+    assert [(r["name"], r["reference"]) for r in measured] == [("decode/prose/nothink/c1", 82.6)]
+    assert measured[0]["regression"] and measured[0]["verdict"] == report.SLOWER
+    assert measured[0]["source"].endswith(":300")
+    # every other figure with a point is a row of its own: c16 was not measured
+    c16 = [r for r in rows if r["name"] == "decode/*/*/c16"]
+    assert c16 and c16[0]["verdict"] == report.NOT_MEASURED and c16[0]["reference"] == 272.9
+    assert len(rows) == len([f for f in ref["figures"] if f.get("point")]) and all(not f.get("point") for f in info)
     status, why = report.verdict({}, rows)
     assert status == report.EXIT_REGRESSION and why.startswith("slower than the reference")
+    assert "10 reference point(s) not measured: decode/*/*/c8, decode/*/*/c16, prefill/source/32768" in why
+
+
+def test_a_run_level_at_every_measured_point_is_not_passed_while_reference_points_are_missing():
+    """The lab's case: faster where it measured, but figures it did not measure or cannot serve."""
+    ref = reference.load("seed", "tp4-ring")
+    points = [point("decode/prose/nothink/c%d" % c, "tps", [900.0, 910.0, 905.0]) for c in (1, 8, 16)]
+    rows, _ = report.compare_published(points, ref["figures"], 3.0)
+    assert not any(r["regression"] for r in rows)
+    status, why = report.verdict({}, rows)
+    assert status == report.EXIT_REGRESSION and why.startswith("not shown level with the reference")
+    unmeasured = {"prefill/source/32768": "past the server's 2048-token context"}
+    rows, _ = report.compare_published(points, ref["figures"], 3.0, unmeasured)
+    served = [r for r in rows if r["name"] == "prefill/source/32768"]
+    assert served[0]["verdict"] == report.NOT_SERVED and served[0]["why"] == unmeasured["prefill/source/32768"]
+    status, why = report.verdict({}, rows)
+    assert status == report.EXIT_REGRESSION and why.startswith("slower than the reference")
+    assert "cannot serve at all: prefill/source/32768 (past the server's 2048-token context)" in why
+
+
+def test_a_run_of_another_model_or_shape_is_flagged_and_never_passed():
+    ref = reference.load("seed", "tp4-ring")
+    assert ref["identity"] == {"model": "deepseek-v4.1-flash", "shape": "tp4-ring", "release": "spark-ds41f-1107"}
+    same = {"model": "deepseek-v4.1-flash", "shape": "tp4-ring", "release": "spark-ds41f-1107"}
+    assert report.identity_differences(same, ref) == []
+    lab = {"model": "ds41f-tiny", "shape": {"unknown": "no --shape"}, "release": "spark-ds41f-1107"}
+    diffs = report.identity_differences(lab, ref)
+    assert [(d["field"], d["run"], d["reference"], d["decides"]) for d in diffs] == [
+        ("model", "ds41f-tiny", "deepseek-v4.1-flash", True), ("shape", "unknown", "tp4-ring", True)]
+    level = [dict(report._row("decode/prose/nothink/c1", "tps", [82.6, 82.6], 82.6, 0.0, 0.5, 3.0, "s"))]
+    status, why = report.verdict({}, level, diffs)
+    assert status == report.EXIT_REGRESSION and why.startswith("not comparable with the reference")
+    assert "model ds41f-tiny (reference: deepseek-v4.1-flash)" in why
+    # another release is what a qualification compares: named in the verdict, not decisive
+    newer = report.identity_differences(dict(same, release="spark-ds41f-1201"), ref)
+    status, why = report.verdict({}, level, newer)
+    assert status == report.EXIT_OK and "release spark-ds41f-1201 (reference: spark-ds41f-1107)" in why
 
 
 def test_lower_is_better_for_step_time_and_a_published_interval_widens_the_comparison():
@@ -69,15 +111,14 @@ def test_lower_is_better_for_step_time_and_a_published_interval_widens_the_compa
 
 
 def test_prefix_admission_and_memory_are_points_a_figure_can_name():
-    from ds41f.bench import cli
-
     data = {"prefix": {"asked": 32768, "runs": [{"ttft_s": 7.0}, {"ttft_s": 0.3}, {"ttft_s": 0.1}]},
             "admission": {"per_stream_tps": 10.0, "peak_kv_pct": 20.0},
             "memory": {"nodes": {"dgx1": {"min_available_gib": 6.0}}}}
-    points = {p["name"]: p["samples"][0] for p in cli.comparable_points(data)}
+    points = {p["name"]: p["samples"][0] for p in report.comparable_points(data)}
     assert points["prefix/32768"] == {"cold_ttft_s": 7.0, "warm_ttft_s": 0.2}
     assert points["admission"]["per_stream_tps"] == 10.0 and points["memory/dgx1"] == {"min_available_gib": 6.0}
     figures = reference.load("seed", "tp3-triangle-4k")["figures"]
-    rows, _ = report.compare_published(cli.comparable_points(data), figures, 3.0)
-    assert {r["name"] for r in rows} == {"prefix/32768", "admission", "memory/dgx1"}
-    assert all(r["verdict"] == report.NOT_JUDGED for r in rows)  # one sample each: no interval, never a regression
+    rows, _ = report.compare_published(report.comparable_points(data), figures, 3.0)
+    measured = [r for r in rows if r["change_pct"] is not None]
+    assert {r["name"] for r in measured} == {"prefix/32768", "admission", "memory/dgx1"}
+    assert all(r["verdict"] == report.NOT_JUDGED for r in measured)  # one sample each: no interval, no regression
