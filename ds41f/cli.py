@@ -141,7 +141,8 @@ def cmd_doctor(args):
         if value:
             passthrough += [flag, value]
     argv = [runs.tool("ansible-playbook")] + runs.playbook_argv(
-        paths.PLAYBOOKS / "doctor.yml", inventory, check=True, limit=args.limit, extra_vars=args.extra_vars,
+        paths.PLAYBOOKS / "doctor.yml", inventory, check=True, limit=args.limit,
+        extra_vars=list(args.extra_vars) + (['{"ds41f_collective": true}'] if args.collective else []),
         passthrough=passthrough)
     result = runs.run_tee("doctor", argv, dict(env, **doctor_env(report)))
     errors = doctor_errors(report)
@@ -183,6 +184,12 @@ def cmd_picture(args):
     for path in topology_picture.draw(topology_picture.layout(model), args.out + ".svg", args.out + ".png"):
         print(path)
     return 0
+
+
+def cmd_collective(args):
+    from ds41f import collective_cli
+
+    return collective_cli.run(args, inventory_for)
 
 
 def cmd_bench(args):
@@ -250,6 +257,8 @@ def parser():
     doctor.add_argument("--tags", help="only these stages (site.yml tags them by name), e.g. fabric,serve")
     doctor.add_argument("--skip-tags", help="leave these stages out, e.g. model,image")
     doctor.add_argument("-e", "--extra-vars", action="append", default=[])
+    doctor.add_argument("--collective", action="store_true", help="also run the collective check (ds41f "
+                                                                   "collective): a failing rank is a row")
     doctor.add_argument("--report-dir", help="where doctor.json, doctor.md and topology.svg/png go "
                                              "(default: reports/doctor/<UTC time>)")
     doctor.set_defaults(func=cmd_doctor)
@@ -282,10 +291,13 @@ def parser():
     from ds41f.bench import cli as bench_cli
 
     bench_cli.add_parser(sub).set_defaults(func=cmd_bench)
+    from ds41f import collective_cli
+
+    collective_cli.add_parser(sub, where).set_defaults(func=cmd_collective)
     return p
 
 
-PASSTHROUGH = ("run", "doctor", "status", "logs", "render")
+PASSTHROUGH = ("run", "doctor", "status", "logs", "render", "collective")
 
 
 def main(argv=None):

@@ -17,18 +17,20 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as chec
 from ansible_collections.dgxspark.ds41f.plugins.modules import managed_files as module_doc
 
 FILE_KEYS = ("path", "template", "content", "mode", "owner", "group", "validate", "vars", "notify")
+DIRECTORY_KEYS = ("path", "mode", "owner", "group")
 
 
-def file_problems(files, absent):
-    """The first problem with the files argument (element keys, modes), on the controller, or None."""
-    problem = checks.elements(files if files is not None else "missing", "files", {"path": str})
+def file_problems(files, absent, field="files", keys=FILE_KEYS, what="file"):
+    """The first problem with the files (or directories) argument (element keys, modes), on the controller, or
+    None."""
+    problem = checks.elements(files if files is not None else "missing", field, {"path": str})
     if problem:
         return problem
     for i, item in enumerate(files):
-        where = "files[%d]" % i
-        unknown = sorted(set(item) - set(FILE_KEYS))
+        where = "%s[%d]" % (field, i)
+        unknown = sorted(set(item) - set(keys))
         if unknown:
-            return "%s.%s: is not a file setting. Fix: use %s." % (where, unknown[0], ", ".join(FILE_KEYS))
+            return "%s.%s: is not a %s setting. Fix: use %s." % (where, unknown[0], what, ", ".join(keys))
         if not item["path"].startswith("/") or item["path"].endswith("/"):
             return "%s.path: %r is not an absolute file path. Fix: give the file's full path." % (where, item["path"])
         if "mode" in item:
@@ -39,7 +41,7 @@ def file_problems(files, absent):
             if key in item and (not isinstance(item[key], str) or not item[key]):
                 return "%s.%s: %r is not a user or group name. Fix: write it as a string, e.g. root." % (
                     where, key, item[key])
-        if not absent and item.get("template") is None and item.get("content") is None:
+        if field == "files" and not absent and item.get("template") is None and item.get("content") is None:
             return "%s: %s has neither template nor content. Fix: give one of them." % (where, item["path"])
     return None
 
@@ -53,7 +55,8 @@ class ActionModule(ActionBase):
         args = dict(self._task.args)
         files = []
         absent = args.get("state") == "absent"
-        problem = file_problems(args.get("files"), absent)
+        problem = file_problems(args.get("files"), absent) or file_problems(
+            args.get("directories") or [], absent, "directories", DIRECTORY_KEYS, "folder")
         if problem:
             raise AnsibleActionFail(problem)
         for item in args.get("files") or []:

@@ -12,7 +12,7 @@ from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import recipe, validation, vllm_check
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import recipe, validation
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 from ansible_collections.dgxspark.ds41f.plugins.modules import validate as module_doc
 
@@ -69,7 +69,5 @@ class ActionModule(ActionBase):
                       msg="site %s: %d nodes, %d fabric paths; %d recipe variables checked against %d roles; "
                           "launch spec of every rank rendered%s" % (
                               cluster.shape.name, len(cluster.nodes), len(cluster.cable_table()),
-                              len(host_values[hosts[0]]), len(specs),
-                              " and parsed by vLLM" if vllm_check.available() else
-                              " (vLLM's parser is not importable on the controller: the worker ranks parse it)"))
+                              len(host_values[hosts[0]]), len(specs), validation.parser_note(host_values[hosts[0]])))
         return result

@@ -9,6 +9,25 @@ from __future__ import annotations
 import json
 
 BACKUP_SUFFIX = "-replaced"
+# A container's environment holds the API key (VLLM_API_KEY from the key file) and may hold other credentials:
+# a variable whose name has one of these words (split on "_") keeps its name and loses its value in anything a
+# module returns, since results land in job events, logs and fact caches.
+SECRET_WORDS = frozenset(("KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIALS", "CREDENTIAL"))
+REDACTED = "(redacted)"
+
+
+def is_secret(name):
+    return any(word in SECRET_WORDS for word in str(name).upper().split("_"))
+
+
+def redact_env(items, keep=()):
+    """``KEY=VALUE`` items (docker's Config.Env) with the value of every secret-named variable not in ``keep``
+    replaced by REDACTED; ``keep`` names variables whose value the caller already holds (the rendered spec's)."""
+    out = []
+    for item in items or []:
+        name, sep, _ = str(item).partition("=")
+        out.append("%s=%s" % (name, REDACTED) if sep and is_secret(name) and name not in keep else item)
+    return out
 
 
 def docker_json(run, *args):
@@ -43,7 +62,7 @@ def container(run, name):
         "finished_at": state.get("FinishedAt"),
         "labels": config.get("Labels") or {},
         "cmd": config.get("Cmd") or [],
-        "env": config.get("Env") or [],
+        "env": redact_env(config.get("Env")),
         "binds": (item.get("HostConfig") or {}).get("Binds") or [],
     }
 

@@ -35,8 +35,10 @@ RECIPE_KEYS = (
     "release", "image", "container_name", "served_names", "port", "master_port", "model_dir", "model_mount",
     "entrypoint", "args", "speculative", "compilation", "env", "env_files", "mounts", "devices", "gpus",
     "cap_add", "security_opt", "ulimits", "shm_size", "memory", "cpuset", "max_model_len", "kv_cache_bytes",
-    "sparknet_env", "shape_launch", "engine",
+    "sparknet_env", "shape_launch", "engine", "api_key_required", "state_dir",
 )
+# Read by an engine other than vLLM only (SGLang's key file): a vLLM spec and its labels stay as they were.
+NOT_VLLM_KEYS = ("engine", "api_key_required", "state_dir")
 # What the topology model gives each node (the spark_topology inventory's host variables).
 NODE_VARS = ("spark_peer_hcas", "spark_nccl_hcas", "spark_gid_index")
 # The variables recipe_from_vars() reads (the lookup dgxspark.ds41f.serve_recipe collects them).
@@ -144,7 +146,8 @@ def render(recipe, shape, node, cluster):
     check_recipe(recipe, engine, shape)
     extra = shape_launch(recipe, shape)
     # A vLLM spec stays as it was before engines were a choice: running containers' labels still match it.
-    plain = {k: v for k, v in recipe.items() if k != "engine"} if engine.NAME == engines.DEFAULT else recipe
+    plain = {k: v for k, v in recipe.items() if k not in NOT_VLLM_KEYS} if engine.NAME == engines.DEFAULT else recipe
+    key = engine.api_key(recipe, node) or {}
     cluster_inputs = {"recipe": plain, "shape": shape, "cluster": cluster}
     spec = {
         "name": recipe["container_name"],
@@ -152,10 +155,10 @@ def render(recipe, shape, node, cluster):
         "rank": node["rank"],
         "head": node["rank"] == 0,
         "entrypoint": list(recipe.get("entrypoint") or []),
-        "command": command(recipe, shape, node, cluster),
+        "command": command(recipe, shape, node, cluster) + list(key.get("args") or []),
         "env": environment(recipe, shape, node, cluster, extra),
         "env_files": list(recipe.get("env_files") or []),
-        "mounts": list(recipe.get("mounts") or []),
+        "mounts": list(recipe.get("mounts") or []) + list(key.get("mounts") or []),
         "devices": list(recipe.get("devices") or []),
         "device_binds": [dict(b) for b in extra.get("device_binds") or []],
         "device_cgroup_rules": list(extra.get("device_cgroup_rules") or []),
@@ -171,6 +174,8 @@ def render(recipe, shape, node, cluster):
     }
     if engine.NAME != engines.DEFAULT:
         spec["engine"] = engine.NAME
+    if key:
+        spec["api_key_config"] = key["config"]  # the head's file the serve stage writes from its key file
     spec["labels"] = {
         LABEL + ".release": str(recipe["release"]),
         LABEL + ".recipe": digest(cluster_inputs),
@@ -182,7 +187,8 @@ def render(recipe, shape, node, cluster):
 
 
 def docker_run(spec, image=None, api_key_file=None):
-    """``docker run`` argv for a spec (``image`` may pin an image ID instead of the spec's tag)."""
+    """``docker run`` argv for a spec (``image`` may pin an image ID instead of the spec's tag); the head's key
+    file goes in as ``--env-file`` for an engine that reads its key from the environment (vLLM)."""
     argv = ["docker", "run", "-d", "--name", spec["name"], "--network", "host", "--ipc", "host",
             "--restart", "no", "--stop-timeout", "60"]
     if spec["gpus"]:
@@ -205,7 +211,8 @@ def docker_run(spec, image=None, api_key_file=None):
         argv += ["--memory", spec["memory"], "--memory-swap", spec["memory"]]
     if spec["cpuset"]:
         argv += ["--cpuset-cpus", spec["cpuset"]]
-    for env_file in spec["env_files"] + ([api_key_file] if api_key_file else []):
+    key_env_file = api_key_file and engines.get(spec.get("engine")).API_KEY_ENV_FILE
+    for env_file in spec["env_files"] + ([api_key_file] if key_env_file else []):
         argv += ["--env-file", env_file]
     for key, value in sorted(spec["env"].items()):
         argv += ["--env", "%s=%s" % (key, value)]

@@ -130,7 +130,8 @@ def draw(picture, svg_path=None, png_path=None):
     for n in picture["nodes"]:
         x, y = n["xy"]
         colour = COLOURS[n["status"]]
-        ax.add_patch(FancyBboxPatch((x - 0.2, y - 0.1), 0.4, 0.2, boxstyle="round,pad=0.02", fc="white",
+        # wide enough for "rank N  <management address>" at its font size
+        ax.add_patch(FancyBboxPatch((x - 0.24, y - 0.1), 0.48, 0.2, boxstyle="round,pad=0.02", fc="white",
                                     ec=colour, lw=2.5, zorder=3))
         ax.text(x, y + 0.035, "%s%s" % (n["name"], " (head)" if n["head"] else ""), ha="center", va="center",
                 fontsize=10, weight="bold", zorder=4)

@@ -5,14 +5,15 @@
 
 The action plugin ``dgxspark.ds41f.validate`` gathers the site and each host's variables and calls ``check``;
 the unit tests call it directly. Nothing here opens a connection: the site model, the recipe against the
-roles' argument specs, the cross-field rules and every rank's launch spec (and vLLM's own parser where the
-controller has it), all on the controller. The image lock's pins are checked by the image stage's own
-controller-side ``image_lock`` step, before it touches a node.
+roles' argument specs, the cross-field rules and every rank's launch spec (and the engine's own parser, vLLM's
+or SGLang's, where the controller has it), all on the controller. The image lock's pins are checked by the
+image stage's own controller-side ``image_lock`` step, before it touches a node.
 """
 
 from __future__ import annotations
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import launch, recipe, topology, vllm_check
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.engines import sglang_check
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.topology import Problem
 
 # Variables the inventory plugin derives; a different value in hostvars means the inventory was edited by hand.
@@ -53,7 +54,7 @@ def _problem(text, default_field):
 
 def launch_problems(cluster, host_values):
     """Render every rank's launch spec as the serve stage will; what it refuses, named before any connection."""
-    problems, argvs = [], []
+    problems, argvs, sglang_ranks = [], [], []
     shape = cluster.groupvars()["spark_shape"]
     for node in cluster.nodes:
         values = host_values.get(node.name) or {}
@@ -71,6 +72,11 @@ def launch_problems(cluster, host_values):
             continue
         if (values.get("serve_engine") or "vllm") == "vllm":  # vLLM's parser judges vLLM's command only
             argvs.append((node, values, spec["command"]))
+        elif values.get("serve_engine") == sglang_check.NAME:
+            sglang_ranks.append(("%d (%s)" % (node.rank, node.name), spec["command"]))
+    if sglang_ranks:  # SGLang's parser, where the controller has it (no lab node can parse it)
+        paths = (host_values.get(cluster.head.name) or {}).get(sglang_check.PATH_VAR) or []
+        problems += [Problem(*p) for p in sglang_check.problems(sglang_ranks, paths)]
     if argvs and vllm_check.available():
         values = argvs[0][1]
         patched = (values.get("serve_patched_flags") or {}).get(values.get("ds41f_release")) or []
@@ -88,6 +94,18 @@ def launch_problems(cluster, host_values):
                 ", ".join(ranks), error), "correct or remove the flag it names; a flag only the release's patched "
                 "vLLM knows goes in serve_patched_flags."))
     return problems
+
+
+def parser_note(values):
+    """How the validation's message says the rendered commands were parsed, for the engine ``values`` select."""
+    if values.get("serve_engine") == sglang_check.NAME:
+        if sglang_check.available(values.get(sglang_check.PATH_VAR) or []):
+            return " and parsed by SGLang's argument parser"
+        return (" (SGLang's parser is not on the controller, so no rank's command was parsed: install sglang "
+                "there or set %s)" % sglang_check.PATH_VAR)
+    if vllm_check.available():
+        return " and parsed by vLLM"
+    return " (vLLM's parser is not importable on the controller: the worker ranks parse it)"
 
 
 def check(site, hosts, host_values, specs, recipe_files=None, extra_vars=None):

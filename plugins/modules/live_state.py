@@ -167,7 +167,9 @@ def docker_inspect(module, kind, name):
     return data[0] if data else None
 
 
-def container_state(module, name):
+def container_state(module, name, keep_env=()):
+    """The container as the doctor compares it; secret-named env values (API key, tokens) are redacted, alike in
+    the container's and the image's env, except ``keep_env`` (the spec's own variables, already on the controller)."""
     info = docker_inspect(module, "container", name)
     if info is None:
         return None
@@ -188,8 +190,8 @@ def container_state(module, name):
         "image_id": info.get("Image"),
         "entrypoint": config.get("Entrypoint") or [],
         "command": config.get("Cmd") or [],
-        "env": config.get("Env") or [],
-        "image_env": (image.get("Config") or {}).get("Env") or [],
+        "env": engine_state.redact_env(config.get("Env"), keep_env),
+        "image_env": engine_state.redact_env((image.get("Config") or {}).get("Env"), keep_env),
         "image_entrypoint": (image.get("Config") or {}).get("Entrypoint") or [],
         "mounts": sorted("%s:%s:%s" % (m.get("Source"), m.get("Destination"), "rw" if m.get("RW") else "ro")
                          for m in info.get("Mounts") or [] if m.get("Type") == "bind"),
@@ -223,6 +225,14 @@ def sshd_settings(module):
     if rc != 0:
         return None, "sshd -T failed: %s" % (err or out).strip()[:200]
     return live_checks.parse_sshd_t(out), None
+
+
+def redacted_file(values, keep_env):
+    """An env file's variables with secret-named values redacted as container_state redacts the container's."""
+    if values is None:
+        return None
+    return dict(item.split("=", 1) for item in engine_state.redact_env(["%s=%s" % kv for kv in values.items()],
+                                                                       keep_env))
 
 
 def env_file(path):
@@ -272,8 +282,9 @@ def main():
 
     spec = p["launch_spec"]
     live["launch_spec"] = spec
-    live["container"] = container_state(module, spec["name"]) if spec else None
-    live["env_files"] = {path: env_file(path) for path in (spec or {}).get("env_files") or []}
+    keep_env = sorted((spec or {}).get("env") or {})
+    live["container"] = container_state(module, spec["name"], keep_env) if spec else None
+    live["env_files"] = {path: redacted_file(env_file(path), keep_env) for path in (spec or {}).get("env_files") or []}
     live["guard"] = engine_state.unit_state(module.run_command, p["guard_unit"]) if p["guard_unit"] else None
     live["api"] = None
     if p["api_url"]:

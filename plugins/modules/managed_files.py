@@ -17,6 +17,8 @@ description:
     with the task's variables plus the file's own C(vars); or the file gives its C(content) directly.
   - A file with C(validate) (a command with C(%s)) is checked in a temporary file beside it before it replaces
     the old one; a file that does not validate fails the task and is never put in place.
+  - O(directories) are the folders the stage owns; each is created when missing and given its mode and owner,
+    before any file; a folder that differs is a drift entry of its own, as a file is.
 options:
   files:
     description: The files; each has C(path), C(template) or C(content), and optionally C(mode) (default
@@ -29,8 +31,14 @@ options:
     type: str
     choices: [present, absent]
     default: present
+  directories:
+    description: Folders to converge before the files (O(state=present) only); each has C(path) and optionally
+      C(mode) (default C(0755)), C(owner) and C(group) (default C(root)). Folders are never removed.
+    type: list
+    elements: dict
+    default: []
   directory_mode:
-    description: The mode of parent folders it creates.
+    description: The mode of parent folders it creates that O(directories) does not list.
     type: str
     default: "0755"
 attributes:
@@ -51,6 +59,14 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Node map and recipe, in their folder
+  dgxspark.ds41f.managed_files:
+    directories:
+      - {path: /etc/ds41f}
+    files:
+      - {path: /etc/ds41f/site.json, content: "{{ node_map | to_nice_json }}"}
+      - {path: /etc/ds41f/recipe.json, content: "{{ recipe | to_nice_json }}"}
+
 - name: Recovery files
   dgxspark.ds41f.managed_files:
     files:
@@ -61,7 +77,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 changed_paths:
-  description: The files written, re-moded or removed (or that would be, in check mode).
+  description: The folders and files created, written, re-moded or removed (or that would be, in check mode).
   returned: always
   type: list
   elements: str
@@ -88,6 +104,7 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as chec
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
 
 FILE_KEYS = ("path", "content", "mode", "owner", "group", "validate")
+DIRECTORY_KEYS = ("path", "mode", "owner", "group")
 
 
 def read(path):
@@ -141,26 +158,62 @@ def set_attributes(spec):
     os.chown(spec["path"], pwd.getpwnam(spec["owner"]).pw_uid, grp.getgrnam(spec["group"]).gr_gid)
 
 
-def owner_problem(spec, i):
+def owner_problem(spec, i, field="files"):
     for key, lookup in (("owner", pwd.getpwnam), ("group", grp.getgrnam)):
         try:
             lookup(str(spec[key]))
         except KeyError:
-            return "files[%d].%s: %s %r does not exist on this node. Fix: create it first, or name an existing one." % (
-                i, key, "user" if key == "owner" else "group", spec[key])
+            return "%s[%d].%s: %s %r does not exist on this node. Fix: create it first, or name an existing one." % (
+                field, i, key, "user" if key == "owner" else "group", spec[key])
     return None
+
+
+def make_directory(spec):
+    os.makedirs(spec["path"], exist_ok=True)
+    set_attributes(spec)
+
+
+def converge_directory(module, plan, raw, i):
+    """Plan one folder: created when missing, re-moded or re-owned when it differs; True when it differs."""
+    spec = {"mode": "0755", "owner": "root", "group": "root"}
+    spec.update({k: v for k, v in raw.items() if v is not None and k in DIRECTORY_KEYS})
+    checks.fail_on(module, checks.mode(spec["mode"], "directories[%d].mode" % i),
+                   owner_problem(spec, i, "directories"))
+    spec["mode"] = "%04o" % int(spec["mode"], 8)
+    path = spec["path"]
+    want = "folder %s %s:%s" % (spec["mode"], spec["owner"], spec["group"])
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        plan.change(path, want, "absent", "create folder %s" % path, lambda: make_directory(spec))
+        return True
+    if not os.path.isdir(path):
+        module.fail_json(msg="directories[%d].path: %s is not a folder. Fix: move it away, or give another path." % (
+            i, path))
+    have = "folder %04o %s:%s" % (stat.st_mode & 0o7777, pwd.getpwuid(stat.st_uid).pw_name,
+                                  grp.getgrgid(stat.st_gid).gr_name)
+    if have != want:
+        plan.change("%s attributes" % path, want, have, "chmod/chown %s" % path, lambda: set_attributes(spec))
+        return True
+    return False
 
 
 def main():
     module = AnsibleModule(argument_spec={
         "files": {"type": "list", "elements": "dict", "required": True},
         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+        "directories": {"type": "list", "elements": "dict", "default": []},
         "directory_mode": {"type": "str", "default": "0755"},
     }, supports_check_mode=True)
     checks.fail_on(module, checks.mode(module.params["directory_mode"], "directory_mode"),
-                   checks.elements(module.params["files"], "files", {"path": str}))
+                   checks.elements(module.params["files"], "files", {"path": str}),
+                   checks.elements(module.params["directories"], "directories", {"path": str}))
     plan = Plan(module)
     changed = []
+    if module.params["state"] == "present":
+        for i, raw in enumerate(module.params["directories"]):
+            if converge_directory(module, plan, raw, i):
+                changed.append(raw["path"])
     for i, raw in enumerate(module.params["files"]):
         spec = {"mode": "0644", "owner": "root", "group": "root", "validate": None, "content": None}
         spec.update({k: v for k, v in raw.items() if v is not None and k in FILE_KEYS})

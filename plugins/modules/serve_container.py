@@ -41,7 +41,11 @@ options:
     type: bool
     default: false
   api_key_file:
-    description: An env file on the node holding the API key (C(VLLM_API_KEY=...)), passed with C(--env-file).
+    description:
+      - An env file on the node holding the API key (C(VLLM_API_KEY=...)), passed with C(--env-file) to an engine
+        that reads its key from the environment (vLLM).
+      - Not passed to SGLang, which takes no key from the environment; its head's spec mounts the key as a
+        C(--config) file instead (C(api_key_config) in the spec, written by the serve stage).
     type: path
   stop_timeout:
     description: Seconds C(docker stop) waits before it kills.

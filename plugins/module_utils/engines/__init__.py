@@ -5,8 +5,10 @@
 
 Each engine module has ``NAME``, ``RENDERED_FLAGS`` (flags it writes from the shape, node and recipe fields,
 refused in ``serve_args``), ``check(recipe, shape, context)`` (raises ``LaunchError``), ``command(recipe, shape,
-node, cluster, context, kv_bytes)`` (the argv after the image's entrypoint) and ``fabric_env(recipe, shape, node,
-cluster)`` (what the engine's collectives read, from the topology). Pure Python.
+node, cluster, context, kv_bytes)`` (the argv after the image's entrypoint), ``fabric_env(recipe, shape, node,
+cluster)`` (what the engine's collectives read, from the topology), ``api_key(recipe, node)`` (None, or the
+arguments and mount that give this rank the API key without writing it) and ``API_KEY_ENV_FILE`` (whether
+the head's key file is passed with ``--env-file``). Pure Python.
 """
 
 from __future__ import annotations

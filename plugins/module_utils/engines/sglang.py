@@ -11,6 +11,12 @@ flags and the ``DSV41_*`` environment are recipe data (``group_vars/all/serve_sg
 
 The image's entrypoint receives these arguments; the seed launches through its own boot.py and does not print
 the command line, so the entrypoint is the recipe's (``serve_entrypoint``).
+
+The API key (``serve_api_key_required``): SGLang reads it from ``--api-key`` only, no environment variable, and a
+key on the command line would show in ``docker inspect``, the doctor's rows and every node's process list. So the
+head's spec mounts one root-only YAML file, ``api-key: <key>``, that the serve stage writes from the key file on
+the head (``serve_state_dir``), and passes ``--config`` to it: SGLang's config merger turns it into ``--api-key``
+inside the server process. The rendered command names the file, never the key.
 """
 
 from __future__ import annotations
@@ -21,8 +27,15 @@ NAME = "sglang"
 RENDERED_FLAGS = (
     "--model-path", "--model", "--served-model-name", "--host", "--port", "--tp-size", "--tp",
     "--tensor-parallel-size", "--nnodes", "--node-rank", "--dist-init-addr", "--context-length",
-    "--max-running-requests", "--api-key",
+    "--max-running-requests", "--api-key", "--config",
 )
+# The key's config file: in the container, and the serve role's serve_state_dir default on the head (the doctor
+# and the validation render from host variables, where a role default is not seen).
+KEY_CONFIG = "/run/ds41f/api-key.yaml"
+KEY_CONFIG_NAME = "api-key.yaml"
+DEFAULT_STATE_DIR = "/etc/ds41f/serve"
+# vLLM reads VLLM_API_KEY from the key file passed with --env-file; SGLang does not, so no env file is passed.
+API_KEY_ENV_FILE = False
 # RoCEnante's rails on this node come from the topology (the seed writes them by hand, line 45).
 DERIVED_ENV = ("B12X_ROCE_HCA",)
 # vLLM-only recipe fields: an SGLang recipe that sets them would be silently ignored, so it is refused.
@@ -84,7 +97,8 @@ def check_memory(args, context):
 
 def check(recipe, shape, context):
     args = recipe.get("args") or []
-    refuse_rendered(args, RENDERED_FLAGS, "serve_served_names, serve_port, serve_master_port or serve_max_model_len")
+    refuse_rendered(args, RENDERED_FLAGS, "serve_served_names, serve_port, serve_master_port, serve_max_model_len "
+                    "or serve_api_key_required")
     for key in VLLM_ONLY:
         if recipe.get(key):
             raise LaunchError("serve_%s: is a vLLM setting, and serve_engine is sglang. Fix: set it to its empty "
@@ -109,6 +123,16 @@ def command(recipe, shape, node, cluster, context, kv_bytes):
             "--dist-init-addr", "%s:%s" % (cluster["head_address"], recipe["master_port"]),
             "--context-length", str(context), "--max-running-requests", str(shape["max_seqs"])]
     return argv + list(recipe.get("args") or [])
+
+
+def api_key(recipe, node):
+    """On the head, when a key is required (unset counts as the role's default, true): the arguments and the
+    mount that give SGLang the key, and the host file the serve stage writes (``api_key_config`` in the spec)."""
+    required = recipe.get("api_key_required")
+    if node["rank"] != 0 or required is False:
+        return None
+    host = "%s/%s" % ((recipe.get("state_dir") or DEFAULT_STATE_DIR).rstrip("/"), KEY_CONFIG_NAME)
+    return {"args": ["--config", KEY_CONFIG], "mounts": ["%s:%s:ro" % (host, KEY_CONFIG)], "config": host}
 
 
 def fabric_env(recipe, shape, node, cluster):

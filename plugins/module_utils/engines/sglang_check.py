@@ -12,10 +12,16 @@ parses each argument list with the parser ``sglang serve`` builds (types, choice
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 import os
 import sys
+
+# Where the controller finds SGLang's parser when the sglang package is not in its own Python (the lab:
+# .lab/shared/sglang-parser over the lab engine's site, `make sglang-parser`).
+PATH_VAR = "serve_sglang_parser_path"
+NAME = "sglang"
 
 
 def _verdicts(argvs):
@@ -48,6 +54,35 @@ def errors(argvs, paths, timeout=900):
     from ansible_collections.dgxspark.ds41f.plugins.module_utils import parser_process
 
     return parser_process.verdicts(__file__, argvs, "SGLang", timeout, env)
+
+
+def available(paths=()):
+    """Whether SGLang's server arguments are importable from ``paths`` or the controller's own Python."""
+    if any(os.path.isfile(os.path.join(str(p), "sglang", "srt", "server_args.py")) for p in paths or ()):
+        return True
+    try:
+        return importlib.util.find_spec("sglang") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def problems(ranks, paths=()):
+    """(field, message, fix) for the controller's validation: ``ranks`` are (rank label, argv) pairs, checked by
+    SGLang's parser in one process; one problem per distinct refusal, naming the ranks it hit."""
+    if not ranks or not available(paths):
+        return []
+    try:
+        verdicts = errors([argv for _, argv in ranks], list(paths or ()))
+    except RuntimeError as exc:
+        return [("sglang", "%s." % exc, "repair the SGLang parser on the controller (make sglang-parser) or empty "
+                 "%s." % PATH_VAR)]
+    refused = {}
+    for (label, _), error in zip(ranks, verdicts, strict=True):
+        if error:
+            refused.setdefault(error, []).append(label)
+    return [("serve_args", "SGLang's argument parser refuses the command of rank %s: %s" % (", ".join(labels), error),
+             "correct or remove the flag it names (the seed's flags are all known to SGLang 0.5.23).")
+            for error, labels in refused.items()]
 
 
 if __name__ == "__main__":

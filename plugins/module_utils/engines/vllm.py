@@ -22,6 +22,9 @@ RENDERED_FLAGS = (
     "--max-num-batched-tokens", "--kv-cache-memory-bytes", "--long-prefill-token-threshold",
     "--speculative-config", "--compilation-config", "--api-key",
 )
+# vLLM reads its key from VLLM_API_KEY: the serve stage passes the head's key file with --env-file at start, so
+# the spec and the command never hold it.
+API_KEY_ENV_FILE = True
 # Numeric vllm serve flags of the recipe and the range each must lie in: a fraction in (0, 1], or a positive count.
 NUMERIC_FLAGS = {"--gpu-memory-utilization": "fraction", "--block-size": "count", "--max-parallel-prefills": "count",
                  "--max-num-partial-prefills": "count", "--prefill-yield-limit-s": "positive"}
@@ -80,6 +83,11 @@ def command(recipe, shape, node, cluster, context, kv_bytes):
         comp = dict(recipe["compilation"], cudagraph_capture_sizes=capture_sizes(shape["cudagraph_max_rows"]))
         argv += ["--compilation-config", json.dumps(comp, sort_keys=True, separators=(",", ":"))]
     return argv + list(recipe.get("args") or [])
+
+
+def api_key(recipe, node):
+    """Nothing in the spec: the key comes from the env file (API_KEY_ENV_FILE)."""
+    return None
 
 
 def fabric_env(recipe, shape, node, cluster):

@@ -1,10 +1,13 @@
 """managed_files, run as Ansible runs a module (a subprocess with its JSON arguments), on files in a temp folder."""
 
+import grp
 import json
 import os
+import pwd
 import subprocess
 import sys
 
+from ansible_collections.dgxspark.ds41f.plugins.action.managed_files import DIRECTORY_KEYS, file_problems
 from tests.conftest import ROOT
 
 MODULE = ROOT / "plugins" / "modules" / "managed_files.py"
@@ -71,3 +74,46 @@ def test_absent_removes_only_what_exists(tmp_path):
     result = run(tmp_path, [{"path": str(there)}, {"path": str(gone)}], state="absent")
     assert result["changed_paths"] == [str(there)] and not there.exists()
     assert run(tmp_path, [{"path": str(there)}], state="absent")["changed"] is False
+
+
+def test_folders_are_created_first_then_left_alone_and_check_mode_creates_none(tmp_path):
+    folder, conf = tmp_path / "etc" / "ds41f", tmp_path / "etc" / "ds41f" / "site.json"
+    me = pwd.getpwuid(os.getuid()).pw_name, grp.getgrgid(os.getgid()).gr_name
+    directories = [{"path": str(folder), "mode": "0750", "owner": me[0], "group": me[1]}]
+    files = [{"path": str(conf), "content": "{}\n", "owner": me[0], "group": me[1]}]
+
+    planned = run(tmp_path, files, check_mode=True, directories=directories)
+    assert planned["changed_paths"] == [str(folder), str(conf)] and not folder.exists()
+    assert planned["drift"][0] == {"setting": str(folder), "expected": "folder 0750 %s:%s" % me, "found": "absent",
+                                   "fix": "create folder %s" % folder}
+
+    done = run(tmp_path, files, directories=directories)
+    assert done["changed_paths"] == [str(folder), str(conf)] and conf.read_text() == "{}\n"
+    assert oct(folder.stat().st_mode & 0o777) == "0o750"
+    assert run(tmp_path, files, directories=directories)["changed"] is False
+
+
+def test_a_folder_with_another_mode_is_drift_of_its_own(tmp_path):
+    folder = tmp_path / "lib"
+    folder.mkdir(mode=0o700)
+    me = pwd.getpwuid(os.getuid()).pw_name, grp.getgrgid(os.getgid()).gr_name
+    directories = [{"path": str(folder), "owner": me[0], "group": me[1]}]
+    planned = run(tmp_path, [], check_mode=True, directories=directories)
+    assert planned["drift"] == [{"setting": "%s attributes" % folder, "expected": "folder 0755 %s:%s" % me,
+                                 "found": "folder 0700 %s:%s" % me, "fix": "chmod/chown %s" % folder}]
+    assert oct(folder.stat().st_mode & 0o777) == "0o700"
+    assert run(tmp_path, [], directories=directories)["changed_paths"] == [str(folder)]
+    assert oct(folder.stat().st_mode & 0o777) == "0o755"
+
+
+def test_a_file_where_a_folder_belongs_fails_and_names_it(tmp_path):
+    where = tmp_path / "ds41f"
+    where.write_text("x")
+    result = run(tmp_path, [], directories=[{"path": str(where)}])
+    assert result["failed"] and result["msg"].startswith("directories[0].path: %s is not a folder" % where)
+
+
+def test_the_action_refuses_an_unknown_folder_setting():
+    assert file_problems([{"path": "/etc/ds41f", "content": "x"}], False, "directories", DIRECTORY_KEYS,
+                         "folder") == ("directories[0].content: is not a folder setting. Fix: use path, mode, owner, "
+                                       "group.")
