@@ -7,6 +7,7 @@ replace, the recipe's image, the memory guard. Read-only; shared by the serve mo
 from __future__ import annotations
 
 import json
+import re
 
 BACKUP_SUFFIX = "-replaced"
 # A container's environment holds the API key (VLLM_API_KEY from the key file) and may hold other credentials:
@@ -28,6 +29,20 @@ def redact_env(items, keep=()):
         name, sep, _ = str(item).partition("=")
         out.append("%s=%s" % (name, REDACTED) if sep and is_secret(name) and name not in keep else item)
     return out
+
+
+# A log line can hold a key itself: SGLang 0.5.23 logs its whole server_args at start ("server_args={...
+# 'api_key': '<key>' ...}"), the key from its --config file included. What a module returns of a log line has
+# the values it knows (the head's key file) and any api_key assignment redacted.
+_KEY_ASSIGNMENT = re.compile(r"""(api[_-]?key['"]?\s*[:=]\s*['"]?)([^'"\s,;}]+)""", re.IGNORECASE)
+
+
+def redact_text(text, values=()):
+    """``text`` with every one of ``values`` (known secrets) and the value of any api_key assignment redacted."""
+    for value in values:
+        if value:
+            text = text.replace(value, REDACTED)
+    return _KEY_ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED, text)
 
 
 def docker_json(run, *args):

@@ -94,6 +94,41 @@ def _bind(item):
     return "%s:%s:%s" % (parts[0], parts[1], _mode(parts[2] if len(parts) > 2 else "rw"))
 
 
+def _flags(argv):
+    """An engine's argv as (the words before its first flag, {flag: [its words, per use]}); --x=v is --x v."""
+    leading, flags, current = [], {}, None
+    for word in argv:
+        if word.startswith("--") or (word[:1] == "-" and word[1:2].isalpha()):
+            name, sep, value = word.partition("=")
+            current = [value] if sep else []
+            flags.setdefault(name, []).append(current)
+        elif current is None:
+            leading.append(word)
+        else:
+            current.append(word)
+    return leading, flags
+
+
+def _uses(uses):
+    return None if uses is None else "; ".join(" ".join(words) or "(set)" for words in uses)
+
+
+def command_rows(expected, found):
+    """(setting, expected, found) per flag whose value differs, is missing or is extra: a whole engine command is
+    too long to read in the table, where both sides would start alike (the flag comes first in the setting, which
+    the table clips at its end). Only an order or a spelling (--x=v) that differs shows the whole commands."""
+    if expected == found:
+        return []
+    (lead_a, flags_a), (lead_b, flags_b) = _flags(expected), _flags(found)
+    rows = []
+    if lead_a != lead_b:
+        rows.append(("arguments before the flags (container command)", " ".join(lead_a), " ".join(lead_b)))
+    for name in sorted(set(flags_a) | set(flags_b)):
+        if flags_a.get(name) != flags_b.get(name):
+            rows.append(("%s (container command)" % name, _uses(flags_a.get(name)), _uses(flags_b.get(name))))
+    return rows or [("flag order or spelling (container command)", " ".join(expected), " ".join(found))]
+
+
 def container(node, spec, state, fix, env_files=None, ignore_env=()):
     """The running container against its rendered launch spec: image, entrypoint, command, each env var, mounts.
 
@@ -113,9 +148,8 @@ def container(node, spec, state, fix, env_files=None, ignore_env=()):
         out.append(finding(node, "serve", "container entrypoint", " ".join(entrypoint),
                            " ".join(state.get("entrypoint") or []), fix))
     command = list(spec.get("entrypoint") or [])[1:] + list(spec.get("command") or [])
-    if command != list(state.get("command") or []):
-        out.append(finding(node, "serve", "container command", " ".join(command),
-                           " ".join(state.get("command") or []), fix))
+    out.extend(finding(node, "serve", setting, expected, found, fix)
+               for setting, expected, found in command_rows(command, list(state.get("command") or [])))
     expected = _env_dict(state.get("image_env"))
     for path in spec.get("env_files") or []:
         expected.update((env_files or {}).get(path) or {})

@@ -50,7 +50,9 @@ options:
         /health) and C(GET /v1/models) are asked once each, with a short timeout.
     type: str
   api_key_file:
-    description: The env file (C(VLLM_API_KEY=...)) holding the API's bearer token; never returned.
+    description:
+      - The env file (C(VLLM_API_KEY=...)) holding the API's bearer token; never returned, and redacted from
+        a stopped container's log lines (SGLang logs its server arguments, the key included).
     type: path
 extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
@@ -167,9 +169,10 @@ def docker_inspect(module, kind, name):
     return data[0] if data else None
 
 
-def container_state(module, name, keep_env=()):
+def container_state(module, name, keep_env=(), secrets=()):
     """The container as the doctor compares it; secret-named env values (API key, tokens) are redacted, alike in
-    the container's and the image's env, except ``keep_env`` (the spec's own variables, already on the controller)."""
+    the container's and the image's env, except ``keep_env`` (the spec's own variables, already on the controller).
+    A stopped container's last log lines lose ``secrets`` (the head's key) and any api_key value they show."""
     info = docker_inspect(module, "container", name)
     if info is None:
         return None
@@ -178,7 +181,8 @@ def container_state(module, name, keep_env=()):
     logs = None
     if not state.get("Running"):  # why it stopped: the last lines it wrote
         rc, out, err = module.run_command(["docker", "logs", "--tail", "5", name])
-        logs = [line for line in (out + err).splitlines() if line.strip()][-5:] if rc == 0 else None
+        logs = [engine_state.redact_text(line, secrets) for line in (out + err).splitlines()
+                if line.strip()][-5:] if rc == 0 else None
     return {
         "name": name,
         "running": bool(state.get("Running")),
@@ -283,13 +287,13 @@ def main():
     spec = p["launch_spec"]
     live["launch_spec"] = spec
     keep_env = sorted((spec or {}).get("env") or {})
-    live["container"] = container_state(module, spec["name"], keep_env) if spec else None
+    key = (env_file(p["api_key_file"]) or {}).get("VLLM_API_KEY") if p["api_key_file"] else None
+    live["container"] = container_state(module, spec["name"], keep_env, [key]) if spec else None
     live["env_files"] = {path: redacted_file(env_file(path), keep_env) for path in (spec or {}).get("env_files") or []}
     live["guard"] = engine_state.unit_state(module.run_command, p["guard_unit"]) if p["guard_unit"] else None
     live["api"] = None
     if p["api_url"]:
         if live["container"] and live["container"]["running"]:
-            key = (env_file(p["api_key_file"]) or {}).get("VLLM_API_KEY") if p["api_key_file"] else None
             live["api"] = api(p["api_url"], key)
         else:
             skipped.append({"check": "head API (/health, /v1/models)",

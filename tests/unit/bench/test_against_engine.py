@@ -119,7 +119,7 @@ def test_samples_wait_until_the_engine_is_idle(server):
 SMALL_SUITES = ["--quality-runs", "1", "--portable-cases", "count,chat-sampled", "--portable-tokens", "24",
                 "--precision-tokens", "32", "--precision-min-samples", "2", "--precision-max-samples", "3",
                 "--sampled-requests", "4", "--admission-contexts", "4", "--admission-tokens", "400",
-                "--admission-output", "1024", "--compliance-records", "2", "--compliance-max-tokens", "64",
+                "--admission-output", "1600", "--compliance-records", "2", "--compliance-max-tokens", "64",
                 "--memory-interval", "0.5", "--kl-tokens", "8", "--prefix-scan-tokens", "8"]
 
 

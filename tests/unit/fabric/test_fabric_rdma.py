@@ -1,5 +1,8 @@
 """GID table, port state and link speed readers, from sysfs trees and ethtool outputs under tests/fixtures/rdma."""
 
+import re
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import topology
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import rdma
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Host
 from tests.conftest import FIXTURES
@@ -60,3 +63,33 @@ def test_no_link_and_a_failing_ethtool_read_as_unknown():
 def test_a_lab_veth_reports_a_speed_that_says_nothing_about_a_cx7_port():
     # Parsed all the same; the check itself skips speed on anything that is not a DGX Spark.
     assert rdma.link_speed(Host("/", recorded("ethtool-lab-veth.txt")), "enp1s0f0np0") == 10000
+
+
+def test_a_recorded_spark_ethtool_of_the_f0_port_reads_200g():
+    # Published with spaces where ethtool prints a tab; the reader takes either.
+    assert rdma.link_speed(Host("/", recorded("ethtool-spark-f0-200g-link.txt")), "enp1s0f0np0") == 200000
+
+
+def _ibdev2netdev(name):
+    lines = (RDMA / name).read_text().splitlines()
+    return {m.group(1): (m.group(2), m.group(3)) for m in
+            (re.match(r"^(\S+) port 1 ==> (\S+) \((\w+)\)$", line) for line in lines) if m}
+
+
+def test_recorded_spark_hca_and_netdev_names_are_the_ones_the_topology_uses():
+    expected = {topology.port_hca(p, q): topology.port_netdev(p, q)
+                for p in topology.PORTS for q in topology.PCIE_PATHS}
+    for name in ("ibdev2netdev-spark-f1-up.txt", "ibdev2netdev-spark-f0-up.txt"):
+        recorded_pairs = {hca: netdev for hca, (netdev, _) in _ibdev2netdev(name).items()}
+        assert recorded_pairs == expected, name
+    # One cable on port 1: both PCIe paths of that port are up, the other port's are down.
+    states = {hca: state for hca, (_, state) in _ibdev2netdev("ibdev2netdev-spark-f1-up.txt").items()}
+    assert [h for h, s in sorted(states.items()) if s == "Up"] == [topology.port_hca(1, 2), topology.port_hca(1, 1)]
+
+
+def test_recorded_spark_ibv_devinfo_agrees_with_ibdev2netdev_on_the_same_node():
+    text = (RDMA / "ibv_devinfo-spark-f1-up.txt").read_text()
+    active = dict(re.findall(r"^hca_id:\t(\S+)\n(?:\t.*\n)*?\t\t\tstate:\t+(\w+)", text, re.M))
+    assert set(active) == {topology.port_hca(p, q) for p in topology.PORTS for q in topology.PCIE_PATHS}
+    up = {hca for hca, (_, state) in _ibdev2netdev("ibdev2netdev-spark-f1-up.txt").items() if state == "Up"}
+    assert {hca for hca, state in active.items() if state == "PORT_ACTIVE"} == up

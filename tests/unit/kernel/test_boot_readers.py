@@ -63,6 +63,16 @@ def test_spark_command_line_names_its_kernel_and_splash():
     assert boot.parse_cmdline("")["release"] is None
 
 
+def test_recorded_spark_proc_cmdline_with_boot_image_names_its_kernel():
+    # `cat /proc/cmdline` on a DGX Spark (public Aerial setup note, SOURCE.md): BOOT_IMAGE= comes first.
+    cmdline = boot.parse_cmdline((BOOT / "proc-cmdline-spark-aerial-6.17.0-1014-nvidia.txt").read_text())
+    assert cmdline["image"] == "/boot/vmlinuz-6.17.0-1014-nvidia"
+    assert cmdline["release"] == "6.17.0-1014-nvidia"
+    assert "earlycon=uart,mmio32,0x16A00000" in cmdline["params"]  # the GB10 UART the seeds' boot line shows
+    assert "initcall_blacklist=tegra234_cbb_init" in cmdline["params"]
+    assert not any(p.startswith("BOOT_IMAGE=") for p in cmdline["params"])
+
+
 def test_boot_token_changes_with_pid1_start_time(tmp_path):
     from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Host
 

@@ -37,6 +37,13 @@ def test_a_truncated_line_is_an_error_not_a_reading():
         gpu.parse_query("0, NVIDIA GB10, 702\n")
 
 
+def test_a_recorded_gb10_row_of_another_query_is_refused_not_misread():
+    # Real GB10 output (SOURCE.md), but of an inventory query with 8 columns: its temperature (52) must never be
+    # taken for a clock.
+    with pytest.raises(ValueError, match="printed 8 fields, expected 6"):
+        read("gb10-inventory-query.csv")
+
+
 def test_off_a_spark_the_check_is_skipped_with_the_reason(tmp_path):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / ".containerenv").write_text("")

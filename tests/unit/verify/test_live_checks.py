@@ -85,7 +85,10 @@ def test_each_env_var_that_differs_is_one_finding():
 
 def test_command_mounts_image_and_a_stopped_container():
     found = live_checks.container("dgx1", SPEC, running(command=["serve"], mounts=[], image="other"), "f")
-    assert [f["setting"] for f in found] == ["container image", "container command", "container mounts"]
+    assert [(f["setting"], f["expected"], f["found"]) for f in found] == [
+        ("container image", "ds41f:1030", "other"),
+        ("arguments before the flags (container command)", "serve /models", "serve"),
+        ("--port (container command)", "8000", None), ("container mounts", "/models:/models:ro", "")]
     # A stopped or absent container is the serving group's row (its state, exit code and logs), not its settings.
     assert live_checks.container("dgx1", SPEC, running(running=False), "f") == []
     assert live_checks.container("dgx1", SPEC, None, "f") == []
