@@ -143,10 +143,12 @@ def render(data, charts):
                      pr["speedup"], ", ".join(_fmt(r["cached_tokens"]) for r in pr["runs"])), ""]
     if data.get("admission"):
         a = data["admission"]
-        lines += ["## Admission", "", "%s: %d contexts of about %d tokens - %s. Peak running %d, peak KV use %s%%, "
+        lines += ["## Admission", "", "%s: %d contexts of about %d tokens - %s. At once %d "
+                  "(engine /metrics %d, streams %s), peak KV use %s%%, "
                   "preemptions %s, %s tok/s per stream." % (
                       "**passed**" if a["passed"] else "**FAILED**", a["contexts"], a["asked_tokens"], a["why"],
-                      a["peak_running"], _fmt(a["peak_kv_pct"]), _fmt(a["preemptions"]),
+                      a.get("at_once", a["peak_running"]), a["peak_running"], _fmt(a.get("peak_streaming")),
+                      _fmt(a["peak_kv_pct"]), _fmt(a["preemptions"]),
                       _fmt(a["per_stream_tps"])), ""]
     if (data.get("compliance") or {}).get("not_run"):
         lines += ["## Compliance", "", "Not run: %s." % data["compliance"]["not_run"], ""]

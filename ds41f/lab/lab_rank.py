@@ -12,6 +12,11 @@ Because the CPU build on this 2-core lab machine cannot hold one ~2 GB vLLM proc
   flags, wrong types and vLLM's own cross-flag checks fail the rank), checks that its model folder is readable,
   says that it is a stand-in, and holds its slot (the container keeps running) until it is stopped.
 
+With ``DS41F_LAB_GROUP=N`` in the container's env (N >= 2), ranks 0 to N-1 form a real tensor-parallel group of
+N instead: their rendered command runs as it is (rendezvous address and port, --headless, the env the serve
+stage gave them), with only --tensor-parallel-size and --nnodes lowered to N; the ranks above N stand in as
+workers do without it. Two CPU ranks are what fits on this machine (docs/lab-engine.md).
+
     lab-rank serve /models ...        run one rank
     lab-rank --check < argvs.json     parse a JSON list of argument lists; print one JSON result per list
 """
@@ -93,6 +98,34 @@ def flag_value(argv, flag, default=None):
     return default
 
 
+def set_flag(argv, flag, value):
+    """``argv`` with ``flag``'s value replaced (flag and value as two elements, or flag=value)."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg == flag and i + 1 < len(out):
+            out[i + 1] = value
+        elif arg.startswith(flag + "="):
+            out[i] = "%s=%s" % (flag, value)
+    return out
+
+
+def lab_group():
+    """The lab group's size from DS41F_LAB_GROUP: 0 when unset, else a whole number of at least 2."""
+    text = os.environ.get("DS41F_LAB_GROUP", "").strip()
+    if not text:
+        return 0
+    if not text.isdigit() or int(text) < 2:
+        raise ValueError("DS41F_LAB_GROUP=%r is not a group size. Fix: 2 or more, or leave it unset" % text)
+    return int(text)
+
+
+def run_vllm(argv):
+    env = dict(os.environ, PYTHONPATH=SITE, VLLM_TARGET_DEVICE="cpu")
+    for key, value in (("HF_HUB_OFFLINE", "1"), ("VLLM_NO_USAGE_STATS", "1"), ("DO_NOT_TRACK", "1")):
+        env.setdefault(key, value)
+    os.execve(sys.executable, [sys.executable, "-m", "vllm.entrypoints.cli.main", *argv], env)
+
+
 def check_mode():
     parser, command = serve_parser()
     for argv in json.load(sys.stdin):
@@ -100,8 +133,9 @@ def check_mode():
     return 0
 
 
-def hold(rank):
-    say("rank %s: headless worker stand-in holding its slot (the CPU lab serves from rank 0 alone)" % rank)
+def hold(rank, group):
+    serves = "in a group of ranks 0-%d" % (group - 1) if group else "from rank 0 alone"
+    say("rank %s: headless worker stand-in holding its slot (the CPU lab serves %s)" % (rank, serves))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     while True:
         signal.pause()
@@ -115,6 +149,18 @@ def main(argv):
         return 2
     rank = flag_value(argv, "--node-rank", "0")
     model = argv[1] if len(argv) > 1 and not argv[1].startswith("-") else flag_value(argv, "--model")
+    try:
+        group = lab_group()
+    except ValueError as exc:
+        say("rank %s: %s" % (rank, exc))
+        return 2
+    if group and int(rank) < group:
+        rendered = flag_value(argv, "--tensor-parallel-size") or flag_value(argv, "-tp")
+        say("rank %s: in a lab group of %d (tensor parallel %d of the rendered %s), rendezvous %s:%s" % (
+            rank, group, group, rendered, flag_value(argv, "--master-addr"), flag_value(argv, "--master-port")))
+        for flag in ("--tensor-parallel-size", "-tp", "--nnodes"):
+            argv = set_flag(argv, flag, str(group))
+        run_vllm(argv)
     if "--headless" in argv:
         # Workers check the whole command, group flags included; rank 0's own vllm serve parses the rest.
         parser, command = serve_parser()
@@ -128,14 +174,11 @@ def main(argv):
             say("rank %s: model folder %s is not readable (no config.json): this rank cannot load weights" % (
                 rank, model))
             return 3
-        return hold(rank)
+        return hold(rank, group)
     kept, dropped = split_group(argv)
     if dropped:
         say("rank %s: serving alone, tensor parallel 1; dropped for the lab: %s" % (rank, " ".join(dropped)))
-    env = dict(os.environ, PYTHONPATH=SITE, VLLM_TARGET_DEVICE="cpu")
-    for key, value in (("HF_HUB_OFFLINE", "1"), ("VLLM_NO_USAGE_STATS", "1"), ("DO_NOT_TRACK", "1")):
-        env.setdefault(key, value)
-    os.execve(sys.executable, [sys.executable, "-m", "vllm.entrypoints.cli.main", *kept], env)
+    run_vllm(kept)
     return 0  # not reached
 
 

@@ -9,7 +9,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import launch
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_state, launch
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 
 
@@ -31,6 +31,11 @@ def docker_command(spec, image=None, api_key_file=None):
     import shlex
 
     return " ".join(shlex.quote(a) for a in launch.docker_run(plain(spec), image, api_key_file))
+
+
+def redact_log(text):
+    """A log with the value of every api_key assignment redacted (SGLang logs its whole server_args at start)."""
+    return engine_state.redact_text(text or "")
 
 
 def boot_markers_missing(log, markers):
@@ -71,4 +76,5 @@ class FilterModule:
             "boot_markers_missing": boot_markers_missing,
             "boot_markers_found": boot_markers_found,
             "boot_fallbacks": boot_fallbacks,
+            "redact_log": redact_log,
         }

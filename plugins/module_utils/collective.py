@@ -153,9 +153,11 @@ def verdict(results):
     if ok:
         slowest = max(rows, key=lambda r: r.get("join_s") or 0)
         low = min(rows, key=lambda r: r.get("busbw_mbs") or 0)
-        message = ("collective check ok: %d ranks; all-reduce and all-gather bit-exact; slowest join rank %d (%s) "
+        met = sorted({r["rendezvous"] for r in rows if r.get("rendezvous")})
+        message = ("collective check ok: %d ranks%s; all-reduce and all-gather bit-exact; slowest join rank %d (%s) "
                    "%.1f s; lowest bus bandwidth rank %d (%s) %.1f MB/s" % (
-                       len(rows), slowest["rank"], slowest.get("node", ""), slowest.get("join_s") or 0,
+                       len(rows), " met at " + ", ".join(met) if met else "", slowest["rank"],
+                       slowest.get("node", ""), slowest.get("join_s") or 0,
                        low["rank"], low.get("node", ""), low.get("busbw_mbs") or 0))
     else:
         message = "collective check failed: " + ("; ".join(causes) or "no rank returned a result")

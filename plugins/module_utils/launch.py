@@ -40,7 +40,7 @@ RECIPE_KEYS = (
 # Read by an engine other than vLLM only (SGLang's key file): a vLLM spec and its labels stay as they were.
 NOT_VLLM_KEYS = ("engine", "api_key_required", "state_dir")
 # What the topology model gives each node (the spark_topology inventory's host variables).
-NODE_VARS = ("spark_peer_hcas", "spark_nccl_hcas", "spark_gid_index")
+NODE_VARS = ("spark_peer_hcas", "spark_nccl_hcas", "spark_gid_index", "spark_nodes")
 # The variables recipe_from_vars() reads (the lookup dgxspark.ds41f.serve_recipe collects them).
 VAR_NAMES = tuple("serve_" + k for k in RECIPE_KEYS if k not in ("release", "env_files")) + (
     "ds41f_release", "serve_nccl_env_file") + NODE_VARS
@@ -59,9 +59,11 @@ def recipe_from_vars(values):
 
 
 def node_from_vars(values, rank):
-    """The node part of a launch (rank and its fabric view) from the topology's host variables."""
-    return {"rank": int(rank), "peer_hcas": values.get("spark_peer_hcas"), "hcas": values.get("spark_nccl_hcas"),
-            "gid_index": values.get("spark_gid_index")}
+    """The node part of a launch (rank, its management address and its fabric view) from the topology's host
+    variables."""
+    address = next((n.get("address") for n in values.get("spark_nodes") or [] if n.get("rank") == int(rank)), None)
+    return {"rank": int(rank), "address": address, "peer_hcas": values.get("spark_peer_hcas"),
+            "hcas": values.get("spark_nccl_hcas"), "gid_index": values.get("spark_gid_index")}
 
 
 def digest(value):

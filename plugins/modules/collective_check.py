@@ -119,7 +119,8 @@ EXAMPLES = r"""
 RETURN = r"""
 collective:
   description: This rank's result - rank, node, ok, cause and failing ranks when not ok, join_s, group_s,
-    algbw_mbs and busbw_mbs, the all-reduce and all-gather verdicts, torch, socket_ifname, total_s.
+    algbw_mbs and busbw_mbs, the all-reduce and all-gather verdicts, torch, socket_ifname, total_s, and the
+    rendezvous (master address:port) the rank was given.
   returned: always
   type: dict
 command:
@@ -207,6 +208,7 @@ def main():
                       "cause": "%s: the check program gave no result (exit %d after %.0f s): %s" % (
                           who, rc, time.monotonic() - started, last[0][:300])}
         result["release"], result["image_id"] = release, found_id
+    result["rendezvous"] = "%s:%s" % (settings["master_addr"], settings["master_port"])
     drift = [] if result.get("ok") else [{"setting": "collective group", "expected": "every rank joins, bit-exact",
                                           "found": result.get("cause", "failed"), "fix": FIX}]
     module.exit_json(changed=False, collective=result, command=shown, drift=drift)

@@ -25,6 +25,10 @@ RENDERED_FLAGS = (
 # vLLM reads its key from VLLM_API_KEY: the serve stage passes the head's key file with --env-file at start, so
 # the spec and the command never hold it.
 API_KEY_ENV_FILE = True
+# The address a rank gives the others for the group's message queues. Unset, vLLM takes the address of the
+# default route's interface, and on a node with no default route 0.0.0.0: the head then waits for workers that
+# cannot reach it (seen in the lab, docs/lab-engine.md). It must lie on the network of --master-addr.
+HOST_IP = "VLLM_HOST_IP"
 # Numeric vllm serve flags of the recipe and the range each must lie in: a fraction in (0, 1], or a positive count.
 NUMERIC_FLAGS = {"--gpu-memory-utilization": "fraction", "--block-size": "count", "--max-parallel-prefills": "count",
                  "--max-num-partial-prefills": "count", "--prefill-yield-limit-s": "positive"}
@@ -91,14 +95,21 @@ def api_key(recipe, node):
 
 
 def fabric_env(recipe, shape, node, cluster):
-    """sparknet's routing and sizes for this rank (plugins/module_utils/sparknet.py)."""
+    """sparknet's routing and sizes for this rank (plugins/module_utils/sparknet.py), and the rank's own address on
+    the rendezvous network as VLLM_HOST_IP."""
     transport = shape.get("transport")
     problems = sparknet.problems(transport, recipe.get("sparknet_env"), recipe.get("env"))
     if problems:
         field, message, fix = problems[0]
         raise LaunchError("%s: %s Fix: %s" % (field, message, fix))
+    if HOST_IP in (recipe.get("env") or {}):
+        raise LaunchError("serve_env.%s: is each rank's own management address, from the site file. Fix: remove it; "
+                          "change the node's address in the site file instead." % HOST_IP)
     try:
-        return sparknet.environment(transport, node["rank"], cluster["nodes"], node.get("peer_hcas"),
-                                    node.get("hcas"), node.get("gid_index"), recipe.get("sparknet_env"))
+        env = sparknet.environment(transport, node["rank"], cluster["nodes"], node.get("peer_hcas"),
+                                   node.get("hcas"), node.get("gid_index"), recipe.get("sparknet_env"))
     except sparknet.SparknetError as exc:
         raise LaunchError(str(exc)) from exc
+    if node.get("address"):
+        env[HOST_IP] = node["address"]
+    return dict(sorted(env.items()))

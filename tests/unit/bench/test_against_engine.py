@@ -144,7 +144,7 @@ def test_every_suite_writes_the_report_and_compares_with_the_seed_figures(server
         assert all("accepted_per_step" not in s for s in case["samples"])
     assert [c["name"] for c in data["sampled"]] == ["sampled/c1", "sampled/c4"]
     adm = data["admission"]
-    assert adm["passed"] and adm["preemptions"] == 0 and adm["peak_running"] == 4, adm
+    assert adm["passed"] and adm["preemptions"] == 0 and adm["at_once"] == 4, adm
     for arm in ("prompt", "schema"):
         requests = data["compliance"]["arms"][arm]["requests"]
         assert len(requests) == 2 and all(r["finish_reason"] in ("stop", "length") for r in requests), requests

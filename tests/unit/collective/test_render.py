@@ -120,6 +120,11 @@ def test_the_verdict_is_ok_only_when_every_rank_is():
     assert not collective.verdict(rows[:2] + [{"rank": 2, "node": "dgx3", "ok": False}])["ok"]
 
 
+def test_the_verdict_says_where_the_ranks_met():
+    rows = [dict(ok_row(r, "dgx%d" % (r + 1)), rendezvous="172.30.120.11:10000") for r in range(3)]
+    assert collective.verdict(rows)["message"].startswith("collective check ok: 3 ranks met at 172.30.120.11:10000;")
+
+
 def test_the_verdict_names_each_cause_once_in_rank_order():
     said = "rank 2 (dgx3): interface enp1s0f0np0 is down (operstate down)"
     rows = [{"rank": r, "node": "dgx%d" % (r + 1), "ok": False, "cause": said, "ranks": [2]} for r in (3, 1, 0)]

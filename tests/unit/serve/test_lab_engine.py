@@ -46,3 +46,19 @@ def test_lab_rank_drops_only_the_group_flags():
     assert dropped == ["--tensor-parallel-size", "3", "--nnodes=3", "--node-rank", "0", "--master-addr", "10.0.0.1",
                        "--master-port", "9999", "--headless"]
     assert lab_rank.flag_value(argv, "--nnodes") == "3"
+
+
+def test_a_lab_group_lowers_only_the_group_size_and_refuses_a_size_below_two(monkeypatch):
+    argv = ["serve", "/models", "--tensor-parallel-size", "4", "--nnodes=4", "--node-rank", "1", "--master-addr",
+            "10.0.0.1", "--master-port", "9999", "--headless"]
+    lowered = lab_rank.set_flag(lab_rank.set_flag(argv, "--tensor-parallel-size", "2"), "--nnodes", "2")
+    assert lowered == ["serve", "/models", "--tensor-parallel-size", "2", "--nnodes=2", "--node-rank", "1",
+                       "--master-addr", "10.0.0.1", "--master-port", "9999", "--headless"]
+    monkeypatch.delenv("DS41F_LAB_GROUP", raising=False)
+    assert lab_rank.lab_group() == 0
+    monkeypatch.setenv("DS41F_LAB_GROUP", "2")
+    assert lab_rank.lab_group() == 2
+    for bad in ("1", "two"):
+        monkeypatch.setenv("DS41F_LAB_GROUP", bad)
+        with pytest.raises(ValueError, match="DS41F_LAB_GROUP"):
+            lab_rank.lab_group()

@@ -12,7 +12,7 @@ from .conftest import ROOT, cluster, load_recipe
 
 def node_vars(c, name):
     """What the inventory plugin gives a host (its fabric view), as the filter reads it."""
-    hv = dict(c.hostvars(name), spark_gid_index=c.gid_index)
+    hv = dict(c.hostvars(name), spark_gid_index=c.gid_index, spark_nodes=c.groupvars()["spark_nodes"])
     return launch.node_from_vars(hv, hv["spark_rank"])
 
 
@@ -100,10 +100,14 @@ def test_the_filter_reads_hostvars_and_reports_bad_input(recipe):
     spec = serve_filters.launch_spec(hostvars, shape, 2, 3, c.head.address)
     assert json.loads(spec["env"]["SPARKNET_ROCE_PEER_HCAS"]).keys() == {"0", "1"}
     assert spec["rank"] == 2 and "--headless" in spec["command"]
+    # the rank's own management address, on the network of --master-addr, for the group's message queues
+    assert spec["env"]["VLLM_HOST_IP"] == c.groupvars()["spark_nodes"][2]["address"] != c.head.address
     assert serve_filters.docker_command(spec).startswith("docker run -d --name spark-ds41f")
     from ansible.errors import AnsibleFilterError
     with pytest.raises(AnsibleFilterError, match="serve_image"):
         serve_filters.launch_spec(dict(hostvars, serve_image=""), shape, 0, 3, c.head.address)
+    with pytest.raises(AnsibleFilterError, match="serve_env.VLLM_HOST_IP: is each rank's own management address"):
+        serve_filters.launch_spec(dict(hostvars, serve_env={"VLLM_HOST_IP": "10.0.0.9"}), shape, 2, 3, c.head.address)
     # a host without the topology's fabric view cannot render sparknet's routes
     with pytest.raises(AnsibleFilterError, match="spark_peer_hcas: is not set"):
         serve_filters.launch_spec(recipe, shape, 0, 3, c.head.address)
