@@ -73,6 +73,7 @@ class CallbackModule(CallbackBase):
         self._cluster = None
         self.started = time.monotonic()
         self.plays = 0
+        self.collective_shown = False
 
     # -- what the run does -------------------------------------------------------------------------
 
@@ -117,6 +118,15 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_ok(self, result):
         self._collect(result)
+        self._show_collective(result)
+
+    def _show_collective(self, result):
+        """doctor --collective: the verdict (where the ranks met, join times, bandwidth) once, as it is set."""
+        verdict = (result._result.get("ansible_facts") or {}).get("serve_collective_verdict")
+        if isinstance(verdict, dict) and not self.collective_shown:
+            self.collective_shown = True
+            lines = [str(verdict.get("message", ""))] + list(verdict.get("lines") or [])
+            self._display.display("  " + "\n  ".join(lines), color="green" if verdict.get("ok") else "red")
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         # The doctor's stage plays ignore errors so that every stage runs; a failure still counts here.

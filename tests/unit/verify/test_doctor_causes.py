@@ -260,3 +260,18 @@ def test_a_stages_later_failures_on_a_node_are_not_checked_with_the_first_cause_
         ("fabric", "enP2p1s0f1np1 link"), ("serve", "Serve preflight (a check that named no cause)")]
     assert cb.skipped == [{"node": "dgx3", "check": "fabric: Live CX7 state", "reason": "after an earlier finding of "
                            "the fabric stage: dgx3 enP2p1s0f1np1 link is missing (expected present)"}]
+
+
+def test_doctor_collective_prints_the_verdict_once():
+    from ansible_collections.dgxspark.ds41f.plugins.callback.drift_report import CallbackModule
+
+    shown = []
+    cb = CallbackModule()
+    cb._display = type("D", (), {"display": lambda self, m, **k: shown.append(m), "warning": lambda *a, **k: None})()
+    verdict = {"ok": True, "message": "collective check ok: 4 ranks met at 172.30.82.11:10000; ...",
+               "lines": ["rank node     ok     join s  group s   busbw MB/s"]}
+    task = _Task("One verdict over every rank", "serve", "ansible.builtin.set_fact")
+    for node in ("dgx1", "dgx2"):
+        cb.v2_runner_on_ok(_Result(node, task, {"ansible_facts": {"serve_collective_verdict": verdict}}))
+    assert shown == ["  collective check ok: 4 ranks met at 172.30.82.11:10000; ...\n"
+                     "  rank node     ok     join s  group s   busbw MB/s"]
