@@ -112,4 +112,4 @@ def fabric_env(recipe, shape, node, cluster):
         raise LaunchError(str(exc)) from exc
     if node.get("address"):
         env[HOST_IP] = node["address"]
-    return dict(sorted(env.items()))
+    return env  # launch.environment sorts the container's whole env
