@@ -11,6 +11,7 @@ version_added: 0.1.0
 description:
   - Reads, and never changes, what the doctor compares across nodes and against the recipe
     (M(dgxspark.ds41f.doctor_checks) does the comparing on the controller).
+  - Also returns the fact C(ds41f_node) (what M(dgxspark.ds41f.node_facts) reads), so the stage reads a node once.
   - For every fabric path of the node - its netdev's presence, operstate, carrier, MTU and IPv4 addresses, and
     one don't-fragment ping at the fabric MTU to each peer over that netdev.
   - C(MemTotal) and C(MemAvailable); the GPUs' SM clocks through the hardware layer (skipped, with the reason,
@@ -68,6 +69,15 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+ansible_facts:
+  description: Facts to add.
+  returned: always
+  type: dict
+  contains:
+    ds41f_node:
+      description: What kind of node this is, as M(dgxspark.ds41f.node_facts) returns it (read in this call).
+      type: dict
+      sample: {kernel: 6.18.44-fc-v669, page_size: 4096, container: podman, dgx_spark: false, driver: null}
 live:
   description: The readings.
   returned: always
@@ -102,7 +112,7 @@ from ansible.module_utils.urls import open_url
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_state, live_checks
-from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import gpu
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import gpu, platform
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Unavailable, module_host
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.run_all import run_all
 
@@ -315,7 +325,9 @@ def main():
         live["manifest_digest"] = json.loads(info).get("manifest_digest") if info else None
     except ValueError:
         live["manifest_digest"] = "unreadable %s" % p["model_info"]
-    module.exit_json(changed=False, live=live, skipped_checks=skipped)
+    # The node's kind and readings in the same call (the verify stage reads the node once).
+    module.exit_json(changed=False, live=live, skipped_checks=skipped,
+                     ansible_facts={"ds41f_node": platform.summary(module_host(module))})
 
 
 if __name__ == "__main__":

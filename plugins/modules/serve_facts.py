@@ -13,6 +13,7 @@ description:
     command), a container kept aside by a replace, the image ID of the recipe's image, the memory guard unit
     and its last sample, the node's ephemeral port range and whether the model folder holds a checkpoint.
   - Returns them as the fact C(ds41f_serve); the serve stage's preflight compares them across nodes.
+  - Also returns the fact C(ds41f_node) (what M(dgxspark.ds41f.node_facts) reads), so the stage reads a node once.
   - Changes nothing.
 options:
   container:
@@ -78,6 +79,10 @@ ansible_facts:
         ephemeral_ports: [32768, 60999]
         model: {dir: /var/lib/ds41f/models/x, config: true, verified: true, info: /etc/ds41f/model.json}
         env_files_missing: []
+    ds41f_node:
+      description: What kind of node this is, as M(dgxspark.ds41f.node_facts) returns it (read in this call).
+      type: dict
+      sample: {kernel: 6.18.44-fc-v669, page_size: 4096, container: podman, dgx_spark: false, driver: null}
 """
 
 import json
@@ -86,6 +91,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_state
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import platform
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import module_host
 
 
 def read_json(path):
@@ -144,7 +151,9 @@ def main():
         "model": model_state(p["model_dir"], p["model_info"]),
         "env_files_missing": [f for f in p["env_files"] if not os.path.isfile(f)],
     }
-    module.exit_json(changed=False, ansible_facts={"ds41f_serve": facts})
+    # The node's kind in the same call: the serve stage reads each node once.
+    module.exit_json(changed=False, ansible_facts={"ds41f_serve": facts,
+                                                   "ds41f_node": platform.summary(module_host(module))})
 
 
 if __name__ == "__main__":
