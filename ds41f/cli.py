@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import ds41f
@@ -134,8 +133,7 @@ def cmd_doctor(args):
     """doctor.yml in check mode with the drift_report callback: exit 1 when its table holds an error, else
     ansible-playbook's own status."""
     inventory, env = inventory_for(args)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    report = Path(args.report_dir or paths.ROOT / "reports" / "doctor" / stamp).resolve()
+    report = Path(args.report_dir or paths.ROOT / "reports" / "doctor" / paths.stamp()).resolve()
     passthrough = list(args.passthrough)
     for flag, value in (("--tags", args.tags), ("--skip-tags", args.skip_tags)):
         if value:

@@ -10,7 +10,6 @@ failing rank, else ansible-playbook's own status.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from ds41f import paths, runs
@@ -48,8 +47,7 @@ def read_verdict(report):
 
 def run(args, inventory_for):
     inventory, env = inventory_for(args)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    report = Path(args.report or paths.ROOT / "reports" / "collective" / (stamp + ".json")).resolve()
+    report = Path(args.report or paths.ROOT / "reports" / "collective" / (paths.stamp() + ".json")).resolve()
     report.parent.mkdir(parents=True, exist_ok=True)
     if report.exists():
         report.unlink()  # a verdict left from an earlier call must not be read as this one's

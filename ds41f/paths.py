@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 COLLECTIONS = ROOT / "collections"
 PLAYBOOKS = ROOT / "playbooks"
 LAB_STATE = ROOT / ".lab"
+
+
+def stamp():
+    """The UTC time that names run and report folders (20261202T033000Z): they sort as they read."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
 
 
 def import_collection():

@@ -55,7 +55,7 @@ def new_folder(name):
     RUNS.mkdir(mode=0o700, parents=True, exist_ok=True)
     RUNS.chmod(0o700)
     prune()
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    stamp = paths.stamp()
     folder = RUNS / ("%s-%s-%d" % (stamp, name, os.getpid()))
     n = 1
     while folder.exists():  # two calls in one second from one process (tests)

@@ -251,7 +251,7 @@ def run(args, log=print):
         log("ds41f bench: %s" % exc)
         return report.EXIT_STOPPED
     args.api_key = api_key(args.api_key_file)
-    out_dir = Path(args.output or paths.ROOT / "reports" / "bench" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+    out_dir = Path(args.output or paths.ROOT / "reports" / "bench" / paths.stamp())
     out_dir.mkdir(parents=True, exist_ok=True)
     args.output_dir = str(out_dir)
     url = args.url.rstrip("/")
