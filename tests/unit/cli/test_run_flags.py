@@ -2,6 +2,7 @@
 gets exactly its own flags, every -e form arrives as the same variable, what follows `--` is passed as it is."""
 
 import json
+import os
 import re
 
 import pytest
@@ -115,3 +116,10 @@ def test_a_command_run_through_tee_keeps_its_output_rc_and_argv(capsys):
 def test_run_folders_are_for_root_alone():
     folder = runs.new_folder("x")
     assert folder.stat().st_mode & 0o777 == 0o700 and runs.RUNS.stat().st_mode & 0o777 == 0o700
+
+
+def test_run_folders_are_named_by_the_utc_stamp_then_the_command_and_pid():
+    folder = runs.new_folder("doctor")
+    stamp, name, pid = folder.name.split("-")
+    assert re.fullmatch(r"[0-9]{8}T[0-9]{6}Z", stamp) and name == "doctor" and pid == str(os.getpid())
+    assert runs.new_folder("doctor") != folder  # a second call in the same second gets its own folder
