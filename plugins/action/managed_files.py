@@ -46,41 +46,48 @@ def file_problems(files, absent, field="files", keys=FILE_KEYS, what="file"):
     return None
 
 
+def rendered_args(action, args, task_vars):
+    """The module's arguments with every file's template rendered (node_steps renders its steps' files here too).
+    ``action``: the calling action plugin, whose task and role find the templates."""
+    args = dict(args)
+    files = []
+    absent = args.get("state") == "absent"
+    problem = file_problems(args.get("files"), absent) or file_problems(
+        args.get("directories") or [], absent, "directories", DIRECTORY_KEYS, "folder")
+    if problem:
+        raise AnsibleActionFail(problem)
+    for item in args.get("files") or []:
+        item = dict(item)
+        name = item.pop("template", None)
+        extra = item.pop("vars", None) or {}
+        item.pop("notify", None)  # the role's follow-up, not the node's business
+        if absent:
+            item.pop("content", None)
+        elif name is not None:
+            try:
+                source = action._find_needle("templates", name)
+            except AnsibleError as exc:
+                raise AnsibleActionFail("%s: %s" % (item.get("path"), exc)) from exc
+            data = trust_as_template(action._loader.get_text_file_contents(source))
+            searchpath = [os.path.dirname(source)] + list(task_vars.get("ansible_search_path", []))
+            # What ansible.builtin.template offers a template, so the same templates render here.
+            variables = dict(task_vars, template_path=source, template_destpath=item.get("path"), **extra)
+            variables.setdefault("ansible_managed", C.DEFAULT_MANAGED_STR)
+            templar = action._templar.copy_with_new_env(searchpath=searchpath, available_variables=variables)
+            item["content"] = templar.template(data, escape_backslashes=False) or ""
+        elif "content" not in item:
+            raise AnsibleActionFail("%s: give a template or a content." % item.get("path"))
+        files.append(item)
+    args["files"] = files
+    return args
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         self.validate_argument_spec(argument_spec=checks.doc_spec(module_doc.DOCUMENTATION, yaml.safe_load))
-        args = dict(self._task.args)
-        files = []
-        absent = args.get("state") == "absent"
-        problem = file_problems(args.get("files"), absent) or file_problems(
-            args.get("directories") or [], absent, "directories", DIRECTORY_KEYS, "folder")
-        if problem:
-            raise AnsibleActionFail(problem)
-        for item in args.get("files") or []:
-            item = dict(item)
-            name = item.pop("template", None)
-            extra = item.pop("vars", None) or {}
-            item.pop("notify", None)  # the role's follow-up, not the node's business
-            if absent:
-                item.pop("content", None)
-            elif name is not None:
-                try:
-                    source = self._find_needle("templates", name)
-                except AnsibleError as exc:
-                    raise AnsibleActionFail("%s: %s" % (item.get("path"), exc)) from exc
-                data = trust_as_template(self._loader.get_text_file_contents(source))
-                searchpath = [os.path.dirname(source)] + list(task_vars.get("ansible_search_path", []))
-                # What ansible.builtin.template offers a template, so the same templates render here.
-                variables = dict(task_vars, template_path=source, template_destpath=item.get("path"), **extra)
-                variables.setdefault("ansible_managed", C.DEFAULT_MANAGED_STR)
-                templar = self._templar.copy_with_new_env(searchpath=searchpath, available_variables=variables)
-                item["content"] = templar.template(data, escape_backslashes=False) or ""
-            elif "content" not in item:
-                raise AnsibleActionFail("%s: give a template or a content." % item.get("path"))
-            files.append(item)
-        args["files"] = files
+        args = rendered_args(self, self._task.args, task_vars)
         result.update(self._execute_module("dgxspark.ds41f.managed_files", module_args=args, task_vars=task_vars))
         return result

@@ -48,6 +48,7 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 
 VERDICT_ACTIONS = ("dgxspark.ds41f.doctor_report", "doctor_report")
 META_ACTIONS = ("meta", "ansible.builtin.meta", "ansible.legacy.meta")
+STEP_ACTIONS = ("dgxspark.ds41f.node_steps", "node_steps")
 
 
 def _stage(task):
@@ -150,9 +151,17 @@ class CallbackModule(CallbackBase):
             return  # the verdict sums up the table; a handler that would run echoes a change already in it
         stage = _stage(task)
         node = result._host.get_name()
-        res = dict(result._result, failed=True) if failed else result._result  # callbacks get no 'failed' key
         name = task.name or task.action
-        self._not_checked(node, task, res)
+        steps = result._result.get("results") if task.action in STEP_ACTIONS else None
+        if isinstance(steps, list):  # node_steps: each step counts as the task it stands for
+            for step in steps:
+                self._collect_one(node, stage, step.get("step") or name, step, bool(step.get("failed")))
+            return
+        # callbacks get no 'failed' key
+        self._collect_one(node, stage, name, dict(result._result, failed=True) if failed else result._result, failed)
+
+    def _collect_one(self, node, stage, name, res, failed):
+        self.skipped.extend(drift.not_checked(node, name, res))
         if res.get("checked") and isinstance(res["checked"], dict):  # doctor_checks: what the live checks read
             self.checked = res["checked"]
         rows = drift.rows_from_result(node, stage, name, res)

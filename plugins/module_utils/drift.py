@@ -75,11 +75,11 @@ def rows_from_result(node, stage, task_name, result, stage_cmd=None):
     that names none becomes one row of its own, with the message as what was found."""
     if result.get("skipped"):
         return []
-    if "results" in result and isinstance(result["results"], list):  # a loop: each item is a result
+    if "results" in result and isinstance(result["results"], list):  # a loop or node_steps: each item is a result
         out = []
         for item in result["results"]:
             if isinstance(item, dict):
-                out.extend(rows_from_result(node, stage, task_name, item, stage_cmd))
+                out.extend(rows_from_result(node, stage, item.get("step") or task_name, item, stage_cmd))
         return out
     fix_stage = "ds41f run %s" % (stage_cmd or stage)
     out = []
@@ -114,7 +114,7 @@ def not_checked(node, task_name, result, skipped=False):
         out = []
         for item in result["results"]:
             if isinstance(item, dict):
-                out.extend(not_checked(node, task_name, item, item.get("skipped") is True))
+                out.extend(not_checked(node, item.get("step") or task_name, item, item.get("skipped") is True))
         return out
     out = []
     for item in result.get("skipped_checks") or []:

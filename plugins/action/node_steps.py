@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+"""Check the steps on the controller, attach each step's module source, render managed_files templates, then run
+them all on the node in one module call."""
+
+from __future__ import annotations
+
+import os
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.dgxspark.ds41f.plugins.action.managed_files import rendered_args
+
+# The modules a step may run: each works on its own node (no controller work during its run, no Ansible
+# connection of its own), and node_steps' payload carries their module_utils.
+STEP_MODULES = (
+    "fabric_check", "fabric_links", "fabric_preflight", "fabric_transit", "grub_boot", "kernel_packages",
+    "lldp_neighbors", "managed_files", "memory_saver", "model_fetch", "model_fragmentation", "netplan_cx7",
+    "node_facts", "package_purged", "spark_tuning", "sshd_effective", "swap_file", "sysctl_file", "unit_policy",
+)
+STEP_KEYS = ("name", "module", "args", "id", "when")
+MODULES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "modules")
+
+
+def step_problem(i, step):
+    """What is wrong with one step, naming the field and the fix, or None."""
+    where = "steps[%d]" % i
+    if not isinstance(step, dict):
+        return "%s: is not a mapping. Fix: give name, module and args." % where
+    unknown = sorted(set(step) - set(STEP_KEYS))
+    if unknown:
+        return "%s.%s: is not a step setting. Fix: use %s." % (where, unknown[0], ", ".join(STEP_KEYS))
+    for key in ("name", "module"):
+        if not isinstance(step.get(key), str) or not step[key]:
+            return "%s.%s: missing. Fix: give the step's %s as a string." % (where, key, key)
+    if step["module"] not in STEP_MODULES:
+        return "%s.module: %s cannot run as a step. Fix: use one of %s, or run it as a task of its own." % (
+            where, step["module"], ", ".join(STEP_MODULES))
+    if not isinstance(step.get("args", {}), dict):
+        return "%s.args: is not a mapping. Fix: give the module's arguments as a mapping." % where
+    if not isinstance(step.get("when", True), bool):
+        return "%s.when: %r is not a boolean. Fix: give a condition that is true or false, e.g. {{ x | bool }}." % (
+            where, step["when"])
+    return None
+
+
+def module_source(name):
+    with open(os.path.join(MODULES_DIR, name + ".py"), encoding="utf-8") as handle:
+        return handle.read()
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        steps = self._task.args.get("steps")
+        if not isinstance(steps, list) or not steps:
+            raise AnsibleActionFail("steps: give a list of steps (name, module, args). Fix: list at least one.")
+        names = set()
+        sent = []
+        for i, step in enumerate(steps):
+            problem = step_problem(i, step)
+            if not problem and step["name"] in names:
+                problem = "steps[%d].name: %r is used twice. Fix: give every step its own name." % (i, step["name"])
+            if problem:
+                raise AnsibleActionFail(problem)
+            names.add(step["name"])
+            if not step.get("when", True):  # a step whose condition is false is left out, as a task's would be
+                continue
+            args = dict(step.get("args") or {})
+            if step["module"] == "managed_files":
+                args = rendered_args(self, args, task_vars)
+            step = {k: v for k, v in step.items() if k != "when"}
+            sent.append(dict(step, args=args, source=module_source(step["module"])))
+        if not sent:
+            result.update(skipped=True, changed=False, false_condition="every step's when", results=[], steps={},
+                          msg="no step to run: every step's condition is false")
+            return result
+        result.update(self._execute_module("dgxspark.ds41f.node_steps", module_args={"steps": sent},
+                                           task_vars=task_vars))
+        return result

@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: api_key_file
+short_description: The head's API key file, made once, and the key it holds
+version_added: 0.2.0
+description:
+  - Keeps the API key in O(path) as C(VLLM_API_KEY=<key>) (mode 0600, in a folder of mode 0700, both owned by
+    root) and returns the key, so a stage reads and keeps its key in one call.
+  - With O(key), the file holds that key. Without it, a key generated once (48 hex digits) is kept for good.
+  - Run it with C(no_log) on the task: its result holds the key.
+options:
+  path:
+    description: The key file.
+    type: path
+    required: true
+  key:
+    description: The key the recipe sets; empty keeps (or makes once) a generated key.
+    type: str
+    default: ""
+attributes:
+  check_mode:
+    support: full
+    description: Reads the file and returns the key it holds; writes nothing.
+  diff_mode:
+    support: none
+    description: The key is never shown.
+  idempotent:
+    support: full
+    description: A file that holds the key, with its modes, is left alone.
+author:
+  - ds41f maintainers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: The API key on the head
+  dgxspark.ds41f.api_key_file:
+    path: /etc/ds41f/serve/api-key.env
+  register: key
+  no_log: true
+"""
+
+RETURN = r"""
+key:
+  description: The key the file holds (after the run), or null in check mode when there is none yet. A key
+    given in O(key) comes back masked, as every no_log value does (the caller has it already).
+  returned: always
+  type: str
+"""
+
+import os
+import secrets
+import stat
+
+from ansible.module_utils.basic import AnsibleModule
+
+PREFIX = "VLLM_API_KEY="
+
+
+def held(path):
+    """The key the file holds, or None."""
+    try:
+        with open(path) as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return None
+    if not text.startswith(PREFIX):
+        return None
+    return text[len(PREFIX):].strip() or None
+
+
+def mode_of(path):
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid
+
+
+def main():
+    module = AnsibleModule(argument_spec={"path": {"type": "path", "required": True},
+                                          "key": {"type": "str", "default": "", "no_log": True}},
+                           supports_check_mode=True)
+    path, wanted = module.params["path"], module.params["key"]
+    folder = os.path.dirname(path)
+    current = held(path)
+    key = wanted or current
+    changes = []
+    if mode_of(folder) != (0o700, 0, 0):
+        changes.append("folder %s: root, 0700" % folder)
+    if key is None or current != key:
+        changes.append("%s: %s" % (path, "the recipe's key" if wanted else "a generated key"))
+    elif mode_of(path) != (0o600, 0, 0):
+        changes.append("%s: root, 0600" % path)
+    if module.check_mode or not changes:
+        module.exit_json(changed=bool(changes), actions=changes, key=key)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    os.chown(folder, 0, 0)
+    os.chmod(folder, 0o700)
+    key = key or secrets.token_hex(24)
+    if current != key:
+        tmp = path + ".tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(PREFIX + key + "\n")
+        os.replace(tmp, path)
+    os.chown(path, 0, 0)
+    os.chmod(path, 0o600)
+    module.exit_json(changed=True, actions=changes, key=key)
+
+
+if __name__ == "__main__":
+    main()
