@@ -43,7 +43,7 @@ class ActionModule(ActionBase):
         hostvars = task_vars["hostvars"]
         specs = recipe.load_role_specs(ROLES_DIR, yaml.safe_load)
         names = validation.variable_names(specs) + list(validation.DERIVED)
-        host_values = {}
+        host_values, unchecked = {}, set()
         for host in hosts:
             hv, values = hostvars[host], {}
             for name in names:
@@ -51,7 +51,8 @@ class ActionModule(ActionBase):
                     if name in hv:
                         values[name] = plain(hv[name])
                 except AnsibleError:
-                    continue  # refers to a role default; the role's own argument spec checks it at run time
+                    unchecked.add(name)  # refers to a variable only a role defines: it has no value here
+                    continue
             for key in validation.DERIVED:
                 values.setdefault(key, None)
             host_values[host] = values
@@ -70,4 +71,9 @@ class ActionModule(ActionBase):
                           "launch spec of every rank rendered%s" % (
                               cluster.shape.name, len(cluster.nodes), len(cluster.cable_table()),
                               len(host_values[hosts[0]]), len(specs), validation.parser_note(host_values[hosts[0]])))
+        if unchecked:
+            # The stage plays skip the roles' own per-host spec check (this one covers it): say what it could not.
+            result["not_checked"] = sorted(unchecked)
+            result["msg"] += "; not checked (its value refers to a variable only a role defines): %s" % ", ".join(
+                sorted(unchecked))
         return result

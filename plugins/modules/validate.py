@@ -20,6 +20,9 @@ description:
     the shape owns in C(serve_args), a memory fraction outside (0, 1]); where the controller's Python
     imports vLLM, puts every rank's command through vLLM's own argument parser too.
   - Runs entirely on the controller (an action plugin); it opens no connection to any node.
+  - The stage playbooks run their role without its own per-host argument spec check (C(rolespec_validate)
+    false), since this check, made once for every host, covers it. A variable whose value refers to a variable only a
+    role defines cannot be read here; it is listed in RV(not_checked) and in the message.
   - Fails with one line per problem, each naming the field and the fix.
 options:
   hosts:
@@ -67,6 +70,12 @@ nodes:
 problems:
   description: One line per problem (field, message, fix).
   returned: failure
+  type: list
+  elements: str
+not_checked:
+  description: Variables whose value refers to a variable only a role defines, so it cannot be read here and
+    is not checked; the stage plays rely on this check and skip the roles' own.
+  returned: when there are any
   type: list
   elements: str
 """
