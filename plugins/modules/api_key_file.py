@@ -11,14 +11,15 @@ version_added: 0.2.0
 description:
   - Keeps the API key in O(path) as C(VLLM_API_KEY=<key>) (mode 0600, in a folder of mode 0700, both owned by
     root) and returns the key, so a stage reads and keeps its key in one call.
-  - With O(key), the file holds that key. Without it, a key generated once (48 hex digits) is kept for good.
-  - Run it with C(no_log) on the task: its result holds the key.
+  - With O(recipe_key), the file holds that key. Without it, a key generated once (48 hex digits) is kept for
+    good.
+  - Run it with C(no_log) on the task, since its result holds the key.
 options:
   path:
     description: The key file.
     type: path
     required: true
-  key:
+  recipe_key:
     description: The key the recipe sets; empty keeps (or makes once) a generated key.
     type: str
     default: ""
@@ -45,9 +46,9 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-key:
+api_key:
   description: The key the file holds (after the run), or null in check mode when there is none yet. A key
-    given in O(key) comes back masked, as every no_log value does (the caller has it already).
+    given in O(recipe_key) comes back masked, as every no_log value does (the caller has it already).
   returned: always
   type: str
 """
@@ -83,9 +84,9 @@ def mode_of(path):
 
 def main():
     module = AnsibleModule(argument_spec={"path": {"type": "path", "required": True},
-                                          "key": {"type": "str", "default": "", "no_log": True}},
+                                          "recipe_key": {"type": "str", "default": "", "no_log": True}},
                            supports_check_mode=True)
-    path, wanted = module.params["path"], module.params["key"]
+    path, wanted = module.params["path"], module.params["recipe_key"]
     folder = os.path.dirname(path)
     current = held(path)
     key = wanted or current
@@ -97,7 +98,7 @@ def main():
     elif mode_of(path) != (0o600, 0, 0):
         changes.append("%s: root, 0600" % path)
     if module.check_mode or not changes:
-        module.exit_json(changed=bool(changes), actions=changes, key=key)
+        module.exit_json(changed=bool(changes), actions=changes, api_key=key)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     os.chown(folder, 0, 0)
     os.chmod(folder, 0o700)
@@ -110,7 +111,7 @@ def main():
         os.replace(tmp, path)
     os.chown(path, 0, 0)
     os.chmod(path, 0o600)
-    module.exit_json(changed=True, actions=changes, key=key)
+    module.exit_json(changed=True, actions=changes, api_key=key)
 
 
 if __name__ == "__main__":

@@ -102,24 +102,25 @@ def mode(path):
 def test_a_generated_key_is_made_once_and_kept(tmp_path):
     key_file = tmp_path / "serve" / "api-key.env"
     checked = run(tmp_path, "api_key_file", {"path": str(key_file)}, check_mode=True)
-    assert checked["changed"] and checked["key"] is None and not key_file.parent.exists()
+    assert checked["changed"] and checked["api_key"] is None and not key_file.parent.exists()
     made = run(tmp_path, "api_key_file", {"path": str(key_file)})
-    assert made["changed"] and len(made["key"]) == 48 and key_file.read_text() == "VLLM_API_KEY=%s\n" % made["key"]
+    assert made["changed"] and len(made["api_key"]) == 48
+    assert key_file.read_text() == "VLLM_API_KEY=%s\n" % made["api_key"]
     assert mode(key_file) == 0o600 and mode(key_file.parent) == 0o700
     again = run(tmp_path, "api_key_file", {"path": str(key_file)})
-    assert not again["changed"] and again["key"] == made["key"]
+    assert not again["changed"] and again["api_key"] == made["api_key"]
     key_file.chmod(0o644)
     mended = run(tmp_path, "api_key_file", {"path": str(key_file)})
-    assert mended["changed"] and mended["key"] == made["key"] and mode(key_file) == 0o600
+    assert mended["changed"] and mended["api_key"] == made["api_key"] and mode(key_file) == 0o600
 
 
 def test_the_recipes_key_replaces_a_generated_one_and_never_comes_back_in_clear(tmp_path):
     key_file = tmp_path / "serve" / "api-key.env"
     run(tmp_path, "api_key_file", {"path": str(key_file)})
-    done = run(tmp_path, "api_key_file", {"path": str(key_file), "key": "recipe-key-0123"})
+    done = run(tmp_path, "api_key_file", {"path": str(key_file), "recipe_key": "recipe-key-0123"})
     assert done["changed"] and key_file.read_text() == "VLLM_API_KEY=recipe-key-0123\n"
     assert "recipe-key-0123" not in json.dumps(done)
-    assert not run(tmp_path, "api_key_file", {"path": str(key_file), "key": "recipe-key-0123"})["changed"]
+    assert not run(tmp_path, "api_key_file", {"path": str(key_file), "recipe_key": "recipe-key-0123"})["changed"]
 
 
 class Hostvars(dict):
