@@ -78,7 +78,6 @@ ansible_facts:
 """
 
 import json
-import sys
 import traceback
 
 from ansible.module_utils import basic
@@ -233,4 +232,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
