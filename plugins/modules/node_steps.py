@@ -124,10 +124,6 @@ def _payload():  # pragma: no cover
     )
 
 
-class _Ended(Exception):
-    """A step's module returned (exit_json or fail_json)."""
-
-
 def _step_args(args, module, internal):
     out = dict(args or {})
     out.update(internal, _ansible_module_name="dgxspark.ds41f." + module)
@@ -138,9 +134,8 @@ def run_step(source, module, args, internal, profile):
     """One module's source run as its own __main__, in this process; its result dict."""
     returned = []
 
-    def record(self, result):
+    def record(self, result):  # exit_json and fail_json hand their result here, then raise SystemExit
         returned.append(result)
-        raise _Ended()
 
     encoder = module_json.get_module_encoder(profile, module_json.Direction.CONTROLLER_TO_MODULE)
     saved = (basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE, AnsibleModule._record_module_result)
@@ -150,7 +145,7 @@ def run_step(source, module, args, internal, profile):
     AnsibleModule._record_module_result = record
     try:
         exec(compile(source, "dgxspark.ds41f." + module, "exec"), {"__name__": "__main__"})  # noqa: S102
-    except (_Ended, SystemExit):
+    except SystemExit:
         pass
     except Exception:  # a module that crashed: its traceback is the answer, as Ansible would show it
         return {"failed": True, "msg": "%s raised: %s" % (module, traceback.format_exc().strip().splitlines()[-1]),
@@ -162,6 +157,8 @@ def run_step(source, module, args, internal, profile):
     result = returned[-1]
     for key in ("invocation", "warnings", "deprecations"):  # the call reports warnings once, for all steps
         result.pop(key, None)
+    if not isinstance(result.get("exception", ""), str):  # an error summary object: its message is in msg
+        result.pop("exception")
     return result
 
 

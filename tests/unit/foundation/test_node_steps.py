@@ -151,3 +151,22 @@ def test_the_calls_own_log_line_names_the_modules_only(monkeypatch):
     with patch_module_args({"steps": steps}):
         node_steps.StepsModule(argument_spec={"steps": {"type": "list", "elements": "dict", "required": True}})
     assert logged == ["Invoked with steps=managed_files"]
+
+
+MODULE_SOURCE = """
+from ansible.module_utils.basic import AnsibleModule
+module = AnsibleModule(argument_spec={"n": {"type": "int"}}, supports_check_mode=True)
+try:  # a module's own broad except around its exit must not keep its result from the call
+    module.exit_json(changed=module.check_mode, n=module.params["n"] + 1)
+except Exception:
+    pass
+"""
+
+
+def test_a_step_returns_what_its_module_exits_with_and_a_crash_is_a_failed_step():
+    from ansible_collections.dgxspark.ds41f.plugins.modules import node_steps
+
+    done = node_steps.run_step(MODULE_SOURCE, "x", {"n": 1}, {"_ansible_check_mode": True}, "legacy")
+    assert done["n"] == 2 and done["changed"] is True and "invocation" not in done
+    crashed = node_steps.run_step("raise RuntimeError('boom')", "x", {}, {}, "legacy")
+    assert crashed["failed"] and crashed["msg"] == "x raised: RuntimeError: boom"
