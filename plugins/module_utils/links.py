@@ -45,3 +45,18 @@ def read_routes(run):
     if rc != 0:
         raise RuntimeError("ip -j route show failed: %s" % (err or out).strip())
     return parse_routes(out)
+
+
+# networkd's SETUP column while it is still working on a link; configured, failed, unmanaged and linger are ends.
+SETTING_UP = ("pending", "initialized", "configuring")
+
+
+def networkd_setting_up(listing, netdevs):
+    """The netdevs of ``netdevs`` that ``networkctl list --no-legend`` (IDX LINK TYPE OPERATIONAL SETUP) shows
+    networkd still setting up."""
+    busy = []
+    for line in listing.splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[1] in netdevs and parts[4] in SETTING_UP:
+            busy.append(parts[1])
+    return busy

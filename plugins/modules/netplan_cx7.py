@@ -20,7 +20,8 @@ description:
     reload) and C(networkctl reconfigure) of the CX7 netdevs only; NetworkManager - C(netplan generate),
     C(nmcli connection reload) and C(nmcli connection up) of the CX7 profiles only. No udev coldplug and
     no C(netplan apply), so the management connection is never touched. Applying re-activates the changed
-    CX7 links; do it while nothing uses RDMA.
+    CX7 links; do it while nothing uses RDMA. It then waits (up to 10 s) until the links have their MTU and are
+    up, and networkd no longer lists them as being set up, so a check right after it sees the links settled.
   - Writes O(arp_file) so that each CX7 netdev answers ARP only for its own address (C(arp_ignore=1),
     C(arp_announce=2)); the two PCIe functions of a port share a wire, and on a switch an L2 segment.
   - Where the renderer is networkd, also makes sure C(systemd-networkd) is enabled and running.
@@ -257,16 +258,23 @@ class Netplan:
             for link in self.params["links"]:
                 if link["netdev"] in present:
                     self.run(["nmcli", "connection", "up", "id", netplan.nm_connection_name(link)])
-        self.settle(present)
+        self.settle(present, renderer)
 
-    def settle(self, netdevs):
-        """Wait until the renderer has set MTU and link up (addresses wait for carrier: not here)."""
+    def settle(self, netdevs, renderer):
+        """Wait until the renderer has set MTU and link up and, with networkd, has finished setting the links up
+        (its addresses too: the live check that follows in the same call must not find a link mid-way). A link
+        without carrier may stay set up half-way: the wait ends after SETTLE_SECONDS."""
         deadline = time.monotonic() + SETTLE_SECONDS
         while time.monotonic() < deadline:
             state = live.read(self.module.run_command)
-            if all(state.get(n, {}).get("mtu") == self.params["mtu"] and state[n]["up"] for n in netdevs):
+            if all(state.get(n, {}).get("mtu") == self.params["mtu"] and state[n]["up"] for n in netdevs) and (
+                    renderer != "networkd" or not self.networkd_setting_up(netdevs)):
                 return
             time.sleep(0.2)
+
+    def networkd_setting_up(self, netdevs):
+        rc, out, _ = self.module.run_command(["networkctl", "list", "--no-legend", "--no-pager"])
+        return live.networkd_setting_up(out, netdevs) if rc == 0 else []
 
     def main(self):
         renderer = self.renderer()

@@ -95,3 +95,21 @@ def test_each_cx7_netdev_answers_arp_only_for_its_own_address(switched):
     settings = [line for line in text.splitlines() if not line.startswith("#")]
     assert settings == ["net.ipv4.conf.enP2p1s0f0np0.arp_ignore = 1", "net.ipv4.conf.enP2p1s0f0np0.arp_announce = 2",
                         "net.ipv4.conf.enp1s0f0np0.arp_ignore = 1", "net.ipv4.conf.enp1s0f0np0.arp_announce = 2"]
+
+
+def test_a_link_networkd_is_still_setting_up_is_waited_for():
+    from ansible_collections.dgxspark.ds41f.plugins.module_utils import links
+
+    # networkctl list --no-legend on a lab node right after a reconfigure (systemd 252)
+    listing = """  1 lo            loopback carrier     pending
+  2 eth0          ether    routable    pending
+  3 docker0       bridge   no-carrier  unmanaged
+  5 enP2p1s0f0np0 ether    routable    configuring
+  6 enp1s0f1np1   ether    routable    configured
+  7 enP2p1s0f1np1 ether    no-carrier  configuring
+  8 enp1s0f0np0   ether    routable    failed
+"""
+    cx7 = ["enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1", "enp1s0f0np0"]
+    assert links.networkd_setting_up(listing, cx7) == ["enP2p1s0f0np0", "enP2p1s0f1np1"]
+    assert links.networkd_setting_up(listing.replace("configuring", "configured"), cx7) == []
+    assert links.networkd_setting_up("", cx7) == []
