@@ -75,5 +75,5 @@ class ActionModule(ActionBase):
             # The stage plays skip the roles' own per-host spec check (this one covers it): say what it could not.
             result["not_checked"] = sorted(unchecked)
             result["msg"] += "; not checked (its value refers to a variable only a role defines): %s" % ", ".join(
-                sorted(unchecked))
+                result["not_checked"])
         return result
