@@ -114,11 +114,12 @@ def cmd_run(args):
     return result.rc
 
 
-def doctor_env(report_dir):
+def doctor_env(report_dir, png=False):
     """What a doctor run needs besides --check: its callback prints the drift table instead of task output
     (listing it in callbacks_enabled too keeps ansible.cfg's per-task timing callback out) and writes here."""
     return {"ANSIBLE_STDOUT_CALLBACK": "dgxspark.ds41f.drift_report",
-            "ANSIBLE_CALLBACKS_ENABLED": "dgxspark.ds41f.drift_report", "DS41F_REPORT_DIR": str(report_dir)}
+            "ANSIBLE_CALLBACKS_ENABLED": "dgxspark.ds41f.drift_report", "DS41F_REPORT_DIR": str(report_dir),
+            "DS41F_DOCTOR_PNG": "1" if png else "0"}
 
 
 def doctor_errors(report):
@@ -142,7 +143,7 @@ def cmd_doctor(args):
         paths.PLAYBOOKS / "doctor.yml", inventory, check=True, limit=args.limit,
         extra_vars=list(args.extra_vars) + (['{"ds41f_collective": true}'] if args.collective else []),
         passthrough=passthrough)
-    result = runs.run_tee("doctor", argv, dict(env, **doctor_env(report)))
+    result = runs.run_tee("doctor", argv, dict(env, **doctor_env(report, args.png)))
     errors = doctor_errors(report)
     rc = 1 if errors else result.rc
     print("ds41f doctor: exit %d in %.0f s; report: %s; %s" % (rc, result.seconds, report, result.where()))
@@ -257,8 +258,10 @@ def parser():
     doctor.add_argument("-e", "--extra-vars", action="append", default=[])
     doctor.add_argument("--collective", action="store_true", help="also run the collective check (ds41f "
                                                                    "collective): a failing rank is a row")
-    doctor.add_argument("--report-dir", help="where doctor.json, doctor.md and topology.svg/png go "
+    doctor.add_argument("--report-dir", help="where doctor.json, doctor.md and topology.svg go "
                                              "(default: reports/doctor/<UTC time>)")
+    doctor.add_argument("--png", action="store_true", help="also draw the picture as topology.png (matplotlib, "
+                                                           "about half a second)")
     doctor.set_defaults(func=cmd_doctor)
 
     status = sub.add_parser("status", help="one line per node (rank, kernel, fabric paths, engine, guard, free "

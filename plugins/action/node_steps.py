@@ -18,7 +18,8 @@ from ansible_collections.dgxspark.ds41f.plugins.action.managed_files import rend
 STEP_MODULES = (
     "fabric_check", "fabric_links", "fabric_preflight", "fabric_transit", "grub_boot", "kernel_packages",
     "lldp_neighbors", "managed_files", "memory_saver", "model_fetch", "model_fragmentation", "netplan_cx7",
-    "node_facts", "package_purged", "spark_tuning", "sshd_effective", "swap_file", "sysctl_file", "unit_policy",
+    "node_facts", "package_purged", "serve_facts", "spark_tuning", "sshd_effective", "swap_file", "sysctl_file",
+    "unit_policy",
 )
 STEP_KEYS = ("name", "module", "args", "id", "when")
 MODULES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "modules")

@@ -19,8 +19,8 @@ description:
     the first cause as its reason.
   - Every check a module says it did not make (hardware the node lacks, an earlier refusal) is listed under
     "not checked", per node, with its reason; the picture colours only what a check read.
-  - Writes C(doctor.json), C(doctor.md) and the topology picture (C(topology.svg), C(topology.png)) coloured
-    by the check, under O(report_dir).
+  - Writes C(doctor.json), C(doctor.md) and the topology picture (C(topology.svg), and C(topology.png) with
+    O(png)) coloured by the check, under O(report_dir).
   - Before the doctor's verdict task (M(dgxspark.ds41f.doctor_report)) runs, it saves the rows so far to
     C(rows.json) there; the verdict task fails the run when any row is an error.
   - C(ds41f doctor) selects this callback; otherwise set C(ANSIBLE_STDOUT_CALLBACK=dgxspark.ds41f.drift_report).
@@ -34,6 +34,16 @@ options:
     ini:
       - section: dgxspark_drift_report
         key: report_dir
+  png:
+    description: Also write the picture as C(topology.png) (matplotlib draws it, about half a second of CPU;
+      C(ds41f doctor --png) sets it). The SVG is always written.
+    type: bool
+    default: false
+    env:
+      - name: DS41F_DOCTOR_PNG
+    ini:
+      - section: dgxspark_drift_report
+        key: png
 """
 
 import json
@@ -233,7 +243,7 @@ class CallbackModule(CallbackBase):
 
             picture = topology_picture.layout(cluster, statuses["nodes"], statuses["paths"])
             return topology_picture.draw(picture, os.path.join(directory, "topology.svg"),
-                                         os.path.join(directory, "topology.png"))
+                                         os.path.join(directory, "topology.png") if self.get_option("png") else None)
         except ImportError as exc:
             self._display.warning("topology picture not drawn: %s. Fix: pip install matplotlib" % exc)
         return []

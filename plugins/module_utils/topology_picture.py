@@ -4,13 +4,15 @@
 """A picture of one cluster: nodes, cables, their PCIe paths and addresses, coloured by the last check.
 
 ``layout(cluster, node_status, path_status)`` is pure: it places nodes and paths and picks colours, so it
-is unit-tested without a plotting library. ``draw(...)`` renders that layout with matplotlib to SVG and
-PNG. The cluster is the one model (topology.build); nothing here derives an address.
+is unit-tested without a plotting library. ``svg(...)`` writes that layout as SVG text with the standard
+library only (the doctor draws it on every run, in milliseconds); ``draw(...)`` writes the SVG and, when asked,
+a PNG rendered with matplotlib. The cluster is the one model (topology.build); nothing here derives an address.
 """
 
 from __future__ import annotations
 
 import math
+from xml.sax.saxutils import escape
 
 COLOURS = {
     "ok": "#2e7d32",
@@ -93,8 +95,91 @@ def _path(row, start, end, path_status, labels, mid=None):
             "status": status, "labels": labels, "mid": mid or _towards(start, end, 0.5)}
 
 
+# The SVG canvas: the layout's coordinates (x -1.8..1.8, y -1.45..1.45, y up) scaled to pixels (y down).
+WIDTH, HEIGHT, SCALE = 1080, 870, 300
+
+
+def _px(xy):
+    return round((xy[0] + 1.8) * SCALE, 1), round((1.45 - xy[1]) * SCALE, 1)
+
+
+def _text(xy, text, size, weight="normal", colour="#000", box=None):
+    """Centred text, one <text> per line; ``box`` (a colour) draws a white box with that border behind it."""
+    x, y = _px(xy)
+    lines = str(text).split("\n")
+    out = []
+    if box:
+        width, height = max(len(line) for line in lines) * size * 0.6 + 6, len(lines) * size * 1.2 + 2
+        out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="white" fill-opacity="0.85" '
+                   'stroke="%s" stroke-width="%s"/>' % (x - width / 2, y - height / 2, width, height,
+                                                        box, "0.8" if box != "none" else "0"))
+    for k, line in enumerate(lines):
+        dy = (k - (len(lines) - 1) / 2.0) * size * 1.2
+        out.append('<text x="%.1f" y="%.1f" font-size="%s" font-weight="%s" fill="%s" text-anchor="middle" '
+                   'dominant-baseline="central">%s</text>' % (x, y + dy, size, weight, colour, escape(line)))
+    return out
+
+
+def svg(picture):
+    """The layout as an SVG document (text stays text: searchable, and the same input gives the same bytes)."""
+    out = ['<?xml version="1.0" encoding="utf-8"?>',
+           '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
+           'font-family="DejaVu Sans, Arial, sans-serif">' % (WIDTH, HEIGHT, WIDTH, HEIGHT),
+           '<rect width="100%" height="100%" fill="white"/>']
+    out += _text((0, 1.38), picture["title"], 17)
+    if picture["switch"]:
+        (x0, y0), (x1, y1) = _px((-0.3, 0.14)), _px((0.3, -0.14))
+        out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" rx="8" fill="#eceff1" stroke="#37474f" '
+                   'stroke-width="1.5"/>' % (x0, y0, x1 - x0, y1 - y0))
+        out += _text((0, 0.04), "RoCE switch", 13, "bold")
+        out += _text((0, -0.06), "rails " + ", ".join(picture["switch"]["rails"]), 8)
+    for p in picture["paths"]:  # every line first, so no line crosses a label
+        (x0, y0), (x1, y1) = _px(p["start"]), _px(p["end"])
+        dash = ' stroke-dasharray="8 5"' if p["status"] == "down" else ""
+        out.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"%s>'
+                   '<title>%s %s</title></line>' % (x0, y0, x1, y1, COLOURS[p["status"]], dash, escape(p["cidr"]),
+                                                    STATUS_WORDS[p["status"]]))
+    for p in picture["paths"]:
+        for text, xy in p["labels"]:
+            out += _text(xy, text, 9, box="none")
+        if not picture["switch"]:
+            out += _text(p["mid"], p["cidr"], 9, "bold", COLOURS[p["status"]], box=COLOURS[p["status"]])
+    for n in picture["nodes"]:
+        colour = COLOURS[n["status"]]
+        (x0, y0), (x1, y1) = _px((n["xy"][0] - 0.26, n["xy"][1] + 0.12)), _px((n["xy"][0] + 0.26, n["xy"][1] - 0.12))
+        out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" rx="8" fill="white" stroke="%s" '
+                   'stroke-width="3"><title>%s %s</title></rect>' % (x0, y0, x1 - x0, y1 - y0, colour,
+                                                                     escape(n["name"]), STATUS_WORDS[n["status"]]))
+        out += _text((n["xy"][0], n["xy"][1] + 0.04), "%s%s" % (n["name"], " (head)" if n["head"] else ""), 13,
+                     "bold")
+        out += _text((n["xy"][0], n["xy"][1] - 0.05), "rank %d  %s" % (n["rank"], n["address"]), 10)
+    used = sorted({n["status"] for n in picture["nodes"]} | {p["status"] for p in picture["paths"]},
+                  key=list(COLOURS).index)
+    for k, status in enumerate(used):  # the legend, bottom right
+        y = HEIGHT - 20 - 18 * (len(used) - 1 - k)
+        dash = ' stroke-dasharray="8 5"' if status == "down" else ""
+        out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"%s/>' % (
+            WIDTH - 150, y, WIDTH - 120, y, COLOURS[status], dash))
+        out.append('<text x="%d" y="%d" font-size="11" dominant-baseline="central">%s</text>' % (
+            WIDTH - 112, y, STATUS_WORDS[status]))
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 def draw(picture, svg_path=None, png_path=None):
-    """Render a layout() to SVG and/or PNG with matplotlib (imported here: the controller's only need)."""
+    """Write a layout() as SVG (``svg``) and/or PNG (matplotlib, imported only for a PNG); the paths written."""
+    written = []
+    if svg_path:
+        with open(svg_path, "w", encoding="utf-8") as handle:
+            handle.write(svg(picture))
+        written.append(svg_path)
+    if png_path:
+        written.append(_png(picture, png_path))
+    return written
+
+
+def _png(picture, png_path):
+    """Render a layout() to PNG with matplotlib (imported here: only a PNG needs it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -102,8 +187,6 @@ def draw(picture, svg_path=None, png_path=None):
     from matplotlib.lines import Line2D
     from matplotlib.patches import FancyBboxPatch
 
-    matplotlib.rcParams["svg.hashsalt"] = "ds41f"  # stable SVG ids, so pictures diff cleanly in git
-    matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: searchable, and small
     fig, ax = plt.subplots(figsize=(12, 9))
     ax.set_xlim(-1.8, 1.8)
     ax.set_ylim(-1.45, 1.45)
@@ -142,10 +225,6 @@ def draw(picture, svg_path=None, png_path=None):
     ax.legend(handles=[Line2D([0], [0], color=COLOURS[s], lw=3, ls="--" if s == "down" else "-",
                               label=STATUS_WORDS[s]) for s in used],
               loc="lower right", fontsize=8, frameon=False)
-    written = []
-    for path in (svg_path, png_path):
-        if path:
-            fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Date": None} if path.endswith(".svg") else None)
-            written.append(path)
+    fig.savefig(png_path, dpi=110, bbox_inches="tight")
     plt.close(fig)
-    return written
+    return png_path

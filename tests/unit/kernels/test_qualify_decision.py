@@ -44,7 +44,7 @@ def test_a_spark_whose_driver_is_not_loaded_fails_instead_of_skipping(tmp_path):
 
 def test_the_serve_role_qualifies_before_any_rank_starts_and_shows_a_skip_reason():
     tasks = yaml.safe_load((ROOT / "roles" / "serve" / "tasks" / "main.yml").read_text())
-    files = [t.get("ansible.builtin.include_tasks") for t in tasks]
+    files = [t.get("ansible.builtin.include_tasks") or t.get("ansible.builtin.import_tasks") for t in tasks]
     start = next(i for i, f in enumerate(files) if f and "start.yml" in f)
     qualify_at = files.index("qualify.yml")
     assert qualify_at < start
@@ -57,5 +57,7 @@ def test_the_serve_role_qualifies_before_any_rank_starts_and_shows_a_skip_reason
     assert not runs(start=False, check=False)  # an engine already serves the specs: its GPU memory is taken
     steps = yaml.safe_load((ROOT / "roles" / "serve" / "tasks" / "qualify.yml").read_text())
     assert "dgxspark.ds41f.node_qualify" in steps[0] and steps[0]["register"] == "serve_qualified"
-    assert steps[1]["when"] == "serve_qualified is skipped"
-    assert steps[1]["ansible.builtin.debug"]["msg"] == "{{ serve_qualified.msg }}"
+    # one message, run once, naming each node whose qualification was skipped and the module's reason
+    assert steps[1]["run_once"] is True and steps[1]["when"] == "_serve_unqualified | length > 0"
+    assert "selectattr('serve_qualified', 'skipped')" in steps[1]["vars"]["_serve_unqualified"]
+    assert "serve_qualified.msg" in steps[1]["ansible.builtin.debug"]["msg"]
