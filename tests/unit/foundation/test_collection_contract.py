@@ -82,3 +82,25 @@ def test_site_imports_every_stage_that_forms_the_cluster_in_order():
              "image.yml", "serve.yml", "verify.yml"]
     present = [p for p in order if (ROOT / "playbooks" / p).exists()]
     assert [p for p in site if p in order] == present
+
+
+def run_once_includes():
+    """(role file, included file) for every include_tasks run once: the include itself is one task, so each task of
+    the included file must run once too, or the other nodes would silently not run it."""
+    for tasks_file in sorted((ROOT / "roles").glob("*/tasks/*.yml")):
+        for task in yaml.safe_load(tasks_file.read_text()) or []:
+            target = task.get("ansible.builtin.include_tasks")
+            if target and task.get("run_once") is True:
+                pattern = target.split("{{")[0] + "*" + target.split("}}")[-1] if "{{" in target else target
+                found = sorted(tasks_file.parent.glob(pattern))
+                assert found, "%s: %s matches no file" % (tasks_file, target)
+                yield from ((tasks_file, path) for path in found)
+
+
+def test_files_included_once_run_every_task_once():
+    pairs = list(run_once_includes())
+    assert {p.name for _, p in pairs} >= {"build.yml", "source_hf.yml", "source_node.yml", "source_controller.yml"}
+    for tasks_file, path in pairs:
+        for task in yaml.safe_load(path.read_text()):
+            assert task.get("run_once") is True, "%s includes %s once, but its task %r does not run once" % (
+                tasks_file.relative_to(ROOT), path.name, task.get("name"))
