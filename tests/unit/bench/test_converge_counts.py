@@ -46,3 +46,11 @@ def test_each_ssh_call_is_one_line_and_still_runs_ssh(tmp_path):
                               capture_output=True, text=True)
         assert done.returncode == 0 and "OpenSSH" in done.stderr
     assert len(trips.read_text().splitlines()) == 2
+
+
+def test_repeated_runs_are_summed_up_as_the_median_of_each_figure():
+    median = converge_module().median
+    runs = [{"wall": 30.0, "cpu": 12.0}, {"wall": 20.0, "cpu": 14.0}, {"wall": 22.0, "cpu": 11.0}]
+    assert median(runs) == {"wall": 22.0, "cpu": 12.0, "of": 3}  # each figure on its own, not one run's
+    assert median(runs[:2]) == {"wall": 25.0, "cpu": 13.0, "of": 2}
+    assert median(runs[:1]) == {"wall": 30.0, "cpu": 12.0, "of": 1}
