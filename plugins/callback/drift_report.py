@@ -53,7 +53,7 @@ import time
 from ansible.playbook.handler import Handler
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift, topology
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift, topology, topology_picture
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 
 VERDICT_ACTIONS = ("dgxspark.ds41f.doctor_report", "doctor_report")
@@ -238,12 +238,11 @@ class CallbackModule(CallbackBase):
         cluster = self.cluster()
         if cluster is None or statuses is None:
             return []
-        try:
-            from ansible_collections.dgxspark.ds41f.plugins.module_utils import topology_picture
-
-            picture = topology_picture.layout(cluster, statuses["nodes"], statuses["paths"])
-            return topology_picture.draw(picture, os.path.join(directory, "topology.svg"),
-                                         os.path.join(directory, "topology.png") if self.get_option("png") else None)
-        except ImportError as exc:
-            self._display.warning("topology picture not drawn: %s. Fix: pip install matplotlib" % exc)
-        return []
+        picture = topology_picture.layout(cluster, statuses["nodes"], statuses["paths"])
+        written = topology_picture.draw(picture, os.path.join(directory, "topology.svg"))
+        if self.get_option("png"):
+            try:
+                written += topology_picture.draw(picture, None, os.path.join(directory, "topology.png"))
+            except ImportError as exc:  # only the PNG needs matplotlib
+                self._display.warning("topology.png not drawn: %s. Fix: pip install matplotlib" % exc)
+        return written

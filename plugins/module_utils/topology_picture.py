@@ -104,15 +104,15 @@ def _px(xy):
 
 
 def _text(xy, text, size, weight="normal", colour="#000", box=None):
-    """Centred text, one <text> per line; ``box`` (a colour) draws a white box with that border behind it."""
+    """Centred text, one <text> per line; ``box`` (a colour, or "none") draws a white box with that border
+    behind it."""
     x, y = _px(xy)
     lines = str(text).split("\n")
     out = []
     if box:
         width, height = max(len(line) for line in lines) * size * 0.6 + 6, len(lines) * size * 1.2 + 2
         out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="white" fill-opacity="0.85" '
-                   'stroke="%s" stroke-width="%s"/>' % (x - width / 2, y - height / 2, width, height,
-                                                        box, "0.8" if box != "none" else "0"))
+                   'stroke="%s" stroke-width="0.8"/>' % (x - width / 2, y - height / 2, width, height, box))
     for k, line in enumerate(lines):
         dy = (k - (len(lines) - 1) / 2.0) * size * 1.2
         out.append('<text x="%.1f" y="%.1f" font-size="%s" font-weight="%s" fill="%s" text-anchor="middle" '

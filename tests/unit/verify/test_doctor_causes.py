@@ -2,13 +2,15 @@
 live checks that name what a real Spark drifts on (readings from tests/fixtures/doctor, see its SOURCE.md)."""
 
 import json
+import sys
 
 import pytest
+import yaml
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift, live_checks, topology
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import memory_saver_state as ms
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import dkms
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 from tests.unit.memory_saver.test_state_machine import K4, WANT, modinfo, readings, text
 
 DOCTOR = FIXTURES / "doctor"
@@ -275,3 +277,18 @@ def test_doctor_collective_prints_the_verdict_once():
         cb.v2_runner_on_ok(_Result(node, task, {"ansible_facts": {"serve_collective_verdict": verdict}}))
     assert shown == ["  collective check ok: 4 ranks met at 172.30.82.11:10000; ...\n"
                      "  rank node     ok     join s  group s   busbw MB/s"]
+
+
+def test_without_matplotlib_the_doctor_still_writes_its_svg_and_says_the_png_is_missing(tmp_path, monkeypatch):
+    from ansible_collections.dgxspark.ds41f.plugins.callback.drift_report import CallbackModule
+
+    warned = []
+    cb = CallbackModule()
+    cb._display = type("D", (), {"display": lambda *a, **k: None, "warning": lambda self, m: warned.append(m)})()
+    cb.site = yaml.safe_load(next((ROOT / "inventories" / "ring4").glob("*.spark.yml")).read_text())
+    monkeypatch.setattr(cb, "get_option", lambda name: name == "png")  # ds41f doctor --png
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # an import of it now fails
+    written = cb._picture(str(tmp_path), {"nodes": {}, "paths": {}})
+    assert written == [str(tmp_path / "topology.svg")] and "dgx1" in (tmp_path / "topology.svg").read_text()
+    assert not (tmp_path / "topology.png").exists()
+    assert warned and "topology.png not drawn" in warned[0] and "pip install matplotlib" in warned[0]
