@@ -53,10 +53,10 @@ def test_a_spark_without_the_pin_is_refused_naming_the_variable(tmp_path, ref, s
 
 def test_off_a_spark_the_pin_checks_are_skipped(tmp_path):
     rc, out = run_pin(tmp_path, False, "", "")
-    # Both pin checks are one include of DGX Spark-only tasks, skipped as a whole.
-    task = "The release and the module it builds are pinned (DGX Spark only)"
-    assert "TASK [%s] " % task in out and out.split("TASK [%s] " % task)[1].split("TASK [")[0].count(
-        "skipping: [localhost]") == 1, out
-    assert "TASK [The release is pinned to a reviewed commit" not in out
+    # The pins are the site's: each check runs once for the cluster, and is skipped when no node is a DGX Spark.
+    for task in ("The release is pinned to a reviewed commit (DGX Spark only)",
+                 "The module that commit builds is pinned by its srcversion (DGX Spark only)"):
+        assert "TASK [%s] " % task in out, out
+        assert out.split("TASK [%s] " % task)[1].split("TASK [")[0].count("skipping: [localhost]") == 1, out
     assert not (tmp_path / "keys").exists()  # check mode: the key step only said what it would do
     assert "Fix: set memory_saver_source_ref" not in out and "Fix: set memory_saver_srcversion" not in out
