@@ -83,7 +83,7 @@ class Lab:
         created = [node.name for node in cluster.nodes if self.ensure_node(node, img)]
         if created:  # new machines: facts cached for the old ones no longer hold
             shutil.rmtree(self.state / "facts", ignore_errors=True)
-        self.wait_systemd(cluster)
+        self.wait_systemd(cluster, log=log)
         wired = self.wire(cluster)
         self.authorize(cluster)
         self.wait_ssh(cluster)
@@ -138,16 +138,25 @@ class Lab:
                    *NODE_ARGS, img)
         return True
 
-    def wait_systemd(self, cluster, timeout=120):
-        """Every node's systemd up; a node that stalls or exits during boot (seen under heavy load) is
-        restarted once before giving up."""
+    def wait_systemd(self, cluster, timeout=120, log=print, restart_degraded=True):
+        """Every node's systemd up; a node that stalls or exits during boot (seen under heavy load) is restarted
+        once before giving up. A degraded node's failed units are logged, so that a later failure (no docker, say)
+        names its cause; with restart_degraded (a lab coming up, not one node's reboot) it is restarted once
+        first, and used as it is if it comes back degraded."""
         for node in cluster.nodes:
             name = self.container(node.name)
             for attempt in (1, 2):
                 state = self.boot_state(name, timeout)
-                if state in ("running", "degraded"):
+                if state == "running":
                     break
-                if attempt == 2:
+                if state == "degraded":
+                    failed = podman.exec_(name, "systemctl", "--failed", "--no-legend", "--plain",
+                                          check=False).stdout.splitlines()
+                    log("%s: systemd is degraded (attempt %d), failed units: %s" % (
+                        node.name, attempt, " ".join(row.split()[0] for row in failed if row.strip()) or "none"))
+                    if attempt == 2 or not restart_degraded:
+                        break
+                elif attempt == 2:
                     raise podman.LabError("%s: systemd is %r after %d s, twice. Fix: podman logs %s" % (
                         node.name, state, timeout, name))
                 podman.run("restart", "-t", "5", name, check=False)
@@ -227,7 +236,9 @@ class Lab:
         made = podman.containers("%s=%s" % (LABEL, self.name))
         names = [c["Names"][0] for c in made]
         if names:
-            podman.run("rm", "-f", "-t", "5", *names)
+            # -v: with its anonymous /var/lib/docker volume (the node image declares it), which would otherwise
+            # stay on this machine's disk, a few hundred MB a node.
+            podman.run("rm", "-f", "-v", "-t", "5", *names)
         if podman.exists("network", self.network):
             podman.run("network", "rm", "-f", self.network)
         cables.remove_switch(self.name)
