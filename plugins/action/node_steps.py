@@ -17,9 +17,9 @@ from ansible_collections.dgxspark.ds41f.plugins.action.managed_files import rend
 # connection of its own), and node_steps' payload carries their module_utils.
 STEP_MODULES = (
     "fabric_check", "fabric_links", "fabric_preflight", "fabric_transit", "grub_boot", "kernel_packages",
-    "lldp_neighbors", "managed_files", "memory_saver", "model_fetch", "model_fragmentation", "netplan_cx7",
-    "node_facts", "package_purged", "serve_facts", "spark_tuning", "sshd_effective", "swap_file", "sysctl_file",
-    "unit_policy",
+    "lldp_neighbors", "managed_files", "memory_saver", "mok_key", "model_fetch", "model_fragmentation",
+    "netplan_cx7", "node_facts", "package_purged", "serve_facts", "spark_tuning", "sshd_effective", "swap_file",
+    "sysctl_file", "unit_policy",
 )
 STEP_KEYS = ("name", "module", "args", "id", "when")
 MODULES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "modules")

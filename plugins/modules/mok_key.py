@@ -17,6 +17,9 @@ description:
   - Reads Secure Boot (C(mokutil --sb-state)) and whether the certificate is enrolled (C(mokutil --test-key),
     judged by its text, not its exit status). Enrolling needs the firmware's MOK manager at the console, which
     no play can reach; RV(enrollment) and RV(instructions) say what a person must do.
+  - Fails, naming those steps, when Secure Boot is on and the key is not enrolled (a module signed with it would
+    not load), in check mode too; the key and framework.conf are made first outside check mode, so the steps can
+    name the certificate to enroll.
 options:
   directory:
     description: Where a new key pair goes.
@@ -72,7 +75,8 @@ enrollment:
   returned: always
   type: str
 instructions:
-  description: What a person must do at the console, when Secure Boot is on and the key is not enrolled.
+  description: What a person must do at the console, when Secure Boot is on and the key is not enrolled (the
+    module fails then, with these steps in its message).
   returned: always
   type: list
   elements: str
@@ -104,6 +108,7 @@ def set_signing(text, key, cert):
 
 
 def instructions(cert, enrollment, node):
+    """What a person must do before a module signed with cert loads under Secure Boot."""
     steps = []
     if enrollment != "pending":
         steps.append("on %s: sudo mokutil --import %s (choose a one-time password)" % (node, cert))
@@ -114,6 +119,15 @@ def instructions(cert, enrollment, node):
         "then run the memory_saver stage again; it resumes from here",
     ]
     return steps
+
+
+def console_steps(secure_boot, enrollment, cert, node):
+    """The steps a person must take, and the failure naming them; ([], None) when nothing is in the way."""
+    if not secure_boot or enrollment == "enrolled":
+        return [], None
+    steps = instructions(cert, enrollment, node)
+    return steps, "Secure Boot is on and %s is %s. A module signed with it would not load. Steps: %s" % (
+        cert, enrollment, " | ".join(steps))
 
 
 def main():
@@ -172,9 +186,13 @@ def main():
     if rc != 127 and os.path.isfile(cert):
         _, out, err = host.run(["mokutil", "--test-key", cert])
         enrollment = mok.parse_test_key(out + err)
-    steps = instructions(cert, enrollment, os.uname()[1]) if secure_boot and enrollment != "enrolled" else []
-    module.exit_json(**plan.result(private_key=key, certificate=cert, secure_boot=secure_boot,
-                                   enrollment=enrollment, instructions=steps))
+    steps, problem = console_steps(secure_boot, enrollment, cert, os.uname()[1])
+    result = plan.result(private_key=key, certificate=cert, secure_boot=secure_boot, enrollment=enrollment,
+                         instructions=steps)
+    if problem:
+        # The stage stops here: enrolling needs the console. What was made above stays (the key to enroll).
+        module.fail_json(msg=problem, **result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":
