@@ -16,9 +16,10 @@ from ansible_collections.dgxspark.ds41f.plugins.action.managed_files import rend
 # The modules a step may run: each works on its own node (no controller work during its run, no Ansible
 # connection of its own), and node_steps' payload carries their module_utils.
 STEP_MODULES = (
-    "fabric_check", "fabric_links", "fabric_preflight", "fabric_transit", "grub_boot", "kernel_packages",
-    "lldp_neighbors", "managed_files", "memory_saver", "mok_key", "model_fetch", "model_fragmentation",
-    "netplan_cx7", "node_facts", "package_purged", "serve_facts", "spark_tuning", "sshd_effective", "swap_file",
+    "api_key_file", "fabric_check", "fabric_links", "fabric_preflight", "fabric_transit", "grub_boot",
+    "kernel_packages", "live_state", "lldp_neighbors", "managed_files", "memory_saver", "model_check",
+    "model_fetch", "model_fragmentation", "model_manifest", "mok_key", "netplan_cx7", "node_facts", "node_qualify",
+    "package_purged", "serve_facts", "serve_probe", "serve_release", "spark_tuning", "sshd_effective", "swap_file",
     "sysctl_file", "unit_policy",
 )
 STEP_KEYS = ("name", "module", "args", "id", "when")
@@ -47,6 +48,13 @@ def step_problem(i, step):
     return None
 
 
+def lone_step_named(steps, task_name):
+    """A lone step stands in for its task: without a name of its own it takes the task's (reports name it so)."""
+    if len(steps) == 1 and isinstance(steps[0], dict) and not steps[0].get("name"):
+        return [dict(steps[0], name=task_name)]
+    return steps
+
+
 def module_source(name):
     with open(os.path.join(MODULES_DIR, name + ".py"), encoding="utf-8") as handle:
         return handle.read()
@@ -60,6 +68,7 @@ class ActionModule(ActionBase):
         steps = self._task.args.get("steps")
         if not isinstance(steps, list) or not steps:
             raise AnsibleActionFail("steps: give a list of steps (name, module, args). Fix: list at least one.")
+        steps = lone_step_named(steps, self._task.name or self._task.action)
         names = set()
         sent = []
         for i, step in enumerate(steps):

@@ -94,8 +94,8 @@ def check(nodes, shape, settings):
     problems += image_problems
 
     if not shape.get("qualified_reference") and not settings.get("unqualified_shape"):
-        problems.append(_problem("%s is not qualified for release %s (no release benchmark names it). Fix: set "
-                                 "serve_unqualified_shape=true to start it anyway." % (shape["name"],
+        problems.append(_problem("%s is not qualified for release %s (no release benchmark names it). Fix: re-run "
+                                 "with -e '{\"serve_unqualified_shape\": true}' to start it anyway." % (shape["name"],
                                                                                        settings["release"]),
                                  "all", "setting serve_unqualified_shape", "true (the shape is unqualified)",
                                  "false"))
@@ -128,15 +128,17 @@ def check(nodes, shape, settings):
             old_shape = found["labels"].get("ds41f.shape")
             new_shape = node["spec"]["labels"]["ds41f.shape"]
             if old_shape and old_shape != new_shape and not settings.get("allow_reshape"):
-                problems.append(_problem("%s runs an engine of another shape (%s; this start is %s). Fix: set "
-                                         "serve_allow_reshape=true to change the running engine's shape." % (
+                problems.append(_problem("%s runs an engine of another shape (%s; this start is %s). Fix: re-run "
+                                         "with -e '{\"serve_allow_reshape\": true}' to change the running engine's "
+                                         "shape." % (
                                              node["name"], old_shape, new_shape), node["name"],
                                          "container %s shape" % node["spec"]["name"], new_shape, old_shape,
                                          consent=True))
             elif not settings.get("replace"):
                 problems.append(_problem(
-                    "%s already runs %s (release %s, image %s); this start is release %s (image %s). Fix: set "
-                    "serve_replace=true to replace it (it is kept aside and restored if the new start fails)." % (
+                    "%s already runs %s (release %s, image %s); this start is release %s (image %s). Fix: re-run "
+                    "with -e '{\"serve_replace\": true}' to replace it (it is kept aside and restored if the new "
+                    "start fails)." % (
                         node["name"], node["spec"]["name"], found["labels"].get("ds41f.release", "?"),
                         short(found.get("image_id")), settings["release"],
                         short(settings.get("image_id") or node["serve"].get("image_id"))),

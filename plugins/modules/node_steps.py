@@ -18,12 +18,16 @@ description:
     as the doctor's stages do.
   - The action plugin reads each step's module on the controller and renders the templates of a
     M(dgxspark.ds41f.managed_files) step there, as that module's own action plugin does.
+  - With one step, the call stands in for the module's own task, its result being the step's (with RV(results)
+    and RV(steps) beside it). Ansible builds a module's payload once per run for each module type the run uses,
+    and this module's payload is built anyway, so a run that sends its other modules through it builds fewer.
 options:
   steps:
     description:
-      - The steps, in order. Each has C(name) (what the step does, shown in reports as a task name would be),
-        C(module) (the module's short name), C(args) (its arguments), and optionally C(id) (the key of its
-        result under RV(steps)) and C(when) (a boolean; a false one leaves the step out, as a task's would).
+      - The steps, in order. Each has C(name) (what the step does, shown in reports as a task name would be;
+        a lone step may leave it out and take the task's name), C(module) (the module's short name), C(args) (its
+        arguments), and optionally C(id) (the key of its result under RV(steps)) and C(when) (a boolean; a false
+        one leaves the step out, as a task's would).
       - C(module) is one of the modules this call can carry; a module that needs the controller during its run,
         or that the collection does not list here, runs as a task of its own.
     type: list
@@ -106,6 +110,7 @@ def _payload():  # pragma: no cover
         manifest,
         memory_saver_state,
         netplan,
+        qualify,
         run_all,
         swap_plan,
         topology,
@@ -200,6 +205,10 @@ def summary(results):
     elif all(r.get("skipped") for r in results):
         out["skipped"] = True
         out["msg"] = "; ".join("%s: %s" % (r["step"], r.get("msg") or "skipped") for r in results)
+    if len(results) == 1:
+        # One step stands in for its module's own task: the task's result is the step's, with results and steps
+        # beside it, so what a role registers reads as the module's result would.
+        out.update({k: v for k, v in results[0].items() if k not in ("step", "module", "id", "results", "steps")})
     return out
 
 

@@ -140,9 +140,9 @@ def start(module, plan, docker, spec, found, backup, run=True):
     replaced = False
     if found is not None and found["running"]:
         if not p["replace"]:
-            module.fail_json(msg="%s already runs %s on this node; the spec differs. Fix: set serve_replace=true "
-                                 "to replace it (it is kept aside and restored if the new start fails)." % (
-                                     name, describe(found)), container=found)
+            module.fail_json(msg="%s already runs %s on this node; the spec differs. Fix: re-run with "
+                                 "-e '{\"serve_replace\": true}' to replace it (it is kept aside and restored if "
+                                 "the new start fails)." % (name, describe(found)), container=found)
         if backup is not None:
             plan.change("%s kept aside" % name, None, describe(backup), "docker rm -f %s" % backup["name"],
                         lambda: docker("rm", "-f", backup["name"]))

@@ -101,6 +101,34 @@ def test_a_failed_step_stops_a_converge_but_not_a_check(tmp_path):
     assert not after.exists()
 
 
+def test_one_step_stands_in_for_its_modules_task(tmp_path):
+    # A role registers a one-step call as it registered the module: the step's own keys, msg and diff on top.
+    path = tmp_path / "guard.conf"
+    checked = run(tmp_path, [files_step("Guard config", path, "g\n", "guard")], check_mode=True)
+    assert checked["changed"] is True and checked["changed_paths"] == [str(path)] and not path.exists()
+    assert checked["diff"] == checked["results"][0]["diff"] and checked["steps"]["guard"]["changed_paths"]
+    assert "step" not in checked and "module" not in checked and checked["results"][0]["step"] == "Guard config"
+
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    failed = run(tmp_path, [files_step("A folder where a file goes", folder, "x")])
+    assert failed["failed"] is True and failed["msg"] == failed["results"][0]["msg"]
+    assert not failed["msg"].startswith("A folder where a file goes:")
+
+    two = run(tmp_path, [files_step("One", tmp_path / "one", "1\n"), files_step("Two", tmp_path / "two", "2\n")],
+              check_mode=True)
+    assert "changed_paths" not in two  # with several steps, each result stays under results only
+
+
+def test_a_lone_step_takes_the_tasks_name_and_only_a_lone_one():
+    assert action.lone_step_named([{"module": "live_state"}], "Read the node") == [
+        {"module": "live_state", "name": "Read the node"}]
+    assert action.lone_step_named([{"module": "x", "name": "Own"}], "Task") == [{"module": "x", "name": "Own"}]
+    two = [{"module": "x"}, {"module": "y", "name": "Y"}]
+    assert action.lone_step_named(two, "Task") == two  # several unnamed steps stay refused (steps[0].name)
+    assert action.step_problem(0, two[0]) == "steps[0].name: missing. Fix: give the step's name as a string."
+
+
 def test_a_module_that_crashes_is_a_failed_step_with_its_error(tmp_path):
     steps = [{"name": "Bad argument", "module": "managed_files", "args": {"files": "not a list"}},
              files_step("Next", tmp_path / "n.conf", "n\n")]

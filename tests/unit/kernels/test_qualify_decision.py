@@ -56,7 +56,9 @@ def test_the_serve_role_qualifies_before_any_rank_starts_and_shows_a_skip_reason
     assert runs(start=True, check=False) and runs(start=False, check=True)  # ranks about to start; the doctor
     assert not runs(start=False, check=False)  # an engine already serves the specs: its GPU memory is taken
     steps = yaml.safe_load((ROOT / "roles" / "serve" / "tasks" / "qualify.yml").read_text())
-    assert "dgxspark.ds41f.node_qualify" in steps[0] and steps[0]["register"] == "serve_qualified"
+    # node_qualify as the one step of a node_steps call: registered as the module's own result would be
+    assert [s["module"] for s in steps[0]["dgxspark.ds41f.node_steps"]["steps"]] == ["node_qualify"]
+    assert steps[0]["register"] == "serve_qualified"
     # one message, run once, naming each node whose qualification was skipped and the module's reason
     assert steps[1]["run_once"] is True and steps[1]["when"] == "_serve_unqualified | length > 0"
     assert "selectattr('serve_qualified', 'skipped')" in steps[1]["vars"]["_serve_unqualified"]

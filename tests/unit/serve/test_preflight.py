@@ -99,7 +99,7 @@ def test_unqualified_shape_needs_consent(recipe):
     c, nodes = fit_nodes(recipe, "tp3-triangle-4k")
     problems, _ = run(c, nodes)
     assert problems == ["tp3-triangle-4k is not qualified for release spark-ds41f-1030 (no release benchmark names "
-                        "it). Fix: set serve_unqualified_shape=true to start it anyway."]
+                        "it). Fix: re-run with -e '{\"serve_unqualified_shape\": true}' to start it anyway."]
     assert run(c, nodes, unqualified_shape=True)[0] == []
 
 
@@ -110,7 +110,8 @@ def test_replacing_a_running_engine_needs_consent(recipe):
     problems, plan = run(c, nodes)
     assert plan["start"] and plan["replacing"] == ["dgx1", "dgx2", "dgx3", "dgx4"]
     assert len(problems) == 4 and "dgx1 already runs spark-ds41f (release spark-ds41f-1025" in problems[0]
-    assert "Fix: set serve_replace=true" in problems[0]
+    # the consent as a sysadmin can type it: -e key=value would be the string 'true', which validation refuses
+    assert "Fix: re-run with -e '{\"serve_replace\": true}'" in problems[0]
     # What a start would replace is no cause: the doctor lists it as not checked, never as a row.
     assert plan["causes"] == [] and plan["consent_needed"] == problems
     assert run(c, nodes, replace=True)[0] == []
@@ -131,7 +132,7 @@ def test_another_shape_needs_reshape_consent_even_with_replace(recipe):
     c, nodes = fit_nodes(recipe, running=[n["spec"] for n in nodes])
     problems, _ = run(c, nodes, replace=True)
     assert len(problems) == 4 and "runs an engine of another shape" in problems[0]
-    assert "Fix: set serve_allow_reshape=true" in problems[0]
+    assert "Fix: re-run with -e '{\"serve_allow_reshape\": true}'" in problems[0]
     assert run(c, nodes, replace=True, allow_reshape=True)[0] == []
 
 
