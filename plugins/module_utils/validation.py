@@ -5,8 +5,11 @@
 
 The action plugin ``dgxspark.ds41f.validate`` gathers the site and each host's variables and calls ``check``;
 the unit tests call it directly. Nothing here opens a connection: the site model, the recipe against the
-roles' argument specs, the cross-field rules and every rank's launch spec (and the engine's own parser, vLLM's
-or SGLang's, where the controller has it), all on the controller. The image lock's pins are checked by the
+roles' argument specs (sizes with their units and names in one character set among them), variables with the
+collection's prefixes that no role declares (``known_vars``), the syntax of every environment (``env_check``), the
+fabric and management network against the networks the nodes run (``node_networks``), the cross-field rules and
+every rank's launch spec (and the engine's own parser, vLLM's or SGLang's, where the controller has it), all on
+the controller. The image lock's pins are checked by the
 image stage's own controller-side ``image_lock`` step, before it touches a node.
 """
 
