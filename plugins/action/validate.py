@@ -61,7 +61,11 @@ class ActionModule(ActionBase):
             host_values[host] = values
         manager = self._task.get_variable_manager()
         extra = plain(getattr(manager, "extra_vars", None) or {})
-        cluster, problems = validation.check(plain(hostvars[hosts[0]].get("spark_site")), hosts, host_values, specs,
+        site = plain(hostvars[hosts[0]].get("spark_site"))
+        if isinstance(site, dict) and hostvars[hosts[0]].get("spark_site_vars"):
+            # Which names the site's vars: sets (their values are in hostvars, templated), for the messages' origins.
+            site = dict(site, vars={name: None for name in plain(hostvars[hosts[0]]["spark_site_vars"])})
+        cluster, problems = validation.check(site, hosts, host_values, specs,
                                              recipe_files(), extra)
         if problems:
             result.update(failed=True, problems=[str(p) for p in problems],

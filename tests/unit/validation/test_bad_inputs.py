@@ -590,7 +590,8 @@ def test_a_bad_input_stops_the_validation_play(field, e2e, request):
 def test_a_typo_names_the_closest_declared_variable_end_to_end(e2e):
     results, record = e2e
     _, out = results["serve_argz in vars:"]
-    assert "serve_argz is not a variable of this collection; did you mean serve_args?" in out, out[-3000:]
+    assert "serve_argz is not a variable of this collection; did you mean serve_args? It is set in the site file's " \
+        "vars:" in out, out[-3000:]
     _, out = results["kernel_reboot_okay from -e"]
     assert "did you mean kernel_reboot_ok?" in out and "ds41f_site_variables" in out, out[-3000:]
     _, out = results["fabric_pool on Docker's bridge"]
