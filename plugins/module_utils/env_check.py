@@ -42,12 +42,14 @@ def mappings(name, value, inside=False):
 
 
 def _value_problem(value):
+    """(message, fix) for a value docker --env cannot carry; the value itself is never shown (it may be a secret)."""
     if isinstance(value, (dict, list)) or value is None:
-        return "is %r; an environment value is one string or number." % (value,), "write a single value."
+        return ("is a %s; an environment value is one string or number." % type(value).__name__,
+                "write a single value.")
     text = value if isinstance(value, str) else str(value)
     for char, what in (("\n", "a newline"), ("\r", "a carriage return"), ("\0", "a NUL byte")):
         if char in text:
-            return ("holds %s: %r. docker --env and env files take one line per variable." % (what, text),
+            return ("holds %s; docker --env and env files take one line per variable." % what,
                     "write the value on one line without control characters.")
     return None
 

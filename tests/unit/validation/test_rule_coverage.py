@@ -222,3 +222,9 @@ def test_the_run_switches_the_cli_and_the_doctor_pass_are_declared():
     cli = (ROOT / "ds41f" / "cli.py").read_text()
     assert '{"ds41f_collective": true}' in cli
     assert problems_for({"ds41f_collective": True, "ds41f_doctor": True}) == []
+
+
+def test_an_environment_problem_never_shows_the_value():
+    found = problems_for({"serve_env": {"HF_TOKEN": "hf_s3cret\nx", "API_KEY": "k3y\0"}})
+    assert {p.field for p in found} >= {"serve_env.HF_TOKEN", "serve_env.API_KEY"}
+    assert not any("s3cret" in str(p) or "k3y" in str(p) for p in found), [str(p) for p in found]
