@@ -49,6 +49,17 @@ def node_networks(values):
     return out
 
 
+def stated_problems(values):
+    """The recipe's statements of the daemon's networks must parse: a wrong one would check the wrong range."""
+    stated = [("host_baseline_docker_bip", values.get("host_baseline_docker_bip") or "")]
+    pools = values.get("host_baseline_docker_address_pools") or []
+    stated += [("host_baseline_docker_address_pools[%d]" % i, p) for i, p in enumerate(pools)
+               if isinstance(pools, list)]
+    return [Problem(field, "%r is not an IPv4 address/prefix." % (text,),
+                    "write it as daemon.json has it, e.g. 172.26.0.1/16, or leave it empty for Docker's default.")
+            for field, text in stated if text != "" and (_net(text) is None or _net(text).version != 4)]
+
+
 def _overlaps(a, b):
     return a.first <= b.last and b.first <= a.last
 
@@ -74,7 +85,7 @@ def problems(cluster, values, raw_nodes=()):
     """One problem per collision of the fabric or the management network with a network the nodes run."""
     if netaddr is None:
         return []
-    out = []
+    out = stated_problems(values)
     sides = (("the fabric", "move the fabric with fabric_pool: <a pool outside %s>, e.g. 10.60.0.0/16%s.",
               _fabric(cluster)),
              ("the management network", "renumber the management network outside %s%s.",

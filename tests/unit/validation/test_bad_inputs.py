@@ -254,6 +254,9 @@ RECIPE_CASES = [
     ("Docker bip over the default fabric", {"host_baseline_docker_bip": "10.12.0.1/16"}, "fabric_pool"),
     ("Docker address pool over the management network", {"host_baseline_docker_address_pools": ["192.0.0.0/16"]},
      "management_network"),
+    ("Docker bip without its prefix", {"host_baseline_docker_bip": "172.26.0.1"}, "host_baseline_docker_bip"),
+    ("Docker address pool a word", {"host_baseline_docker_address_pools": ["default"]},
+     "host_baseline_docker_address_pools[0]"),
 ]
 SOURCES = ("site vars:", "group_vars", "-e")
 
