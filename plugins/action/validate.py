@@ -12,7 +12,7 @@ from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import recipe, validation
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import known_vars, recipe, validation
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 from ansible_collections.dgxspark.ds41f.plugins.modules import validate as module_doc
 
@@ -43,6 +43,7 @@ class ActionModule(ActionBase):
         hostvars = task_vars["hostvars"]
         specs = recipe.load_role_specs(ROLES_DIR, yaml.safe_load)
         names = validation.variable_names(specs) + list(validation.DERIVED)
+        read = set(names)
         host_values, unchecked = {}, set()
         for host in hosts:
             hv, values = hostvars[host], {}
@@ -55,10 +56,16 @@ class ActionModule(ActionBase):
                     continue
             for key in validation.DERIVED:
                 values.setdefault(key, None)
+            # Names no role reads are not templated: the unknown-variable rule needs only that they are set.
+            values.update((name, None) for name in hv if name not in read and known_vars.looks_like_ours(name))
             host_values[host] = values
         manager = self._task.get_variable_manager()
         extra = plain(getattr(manager, "extra_vars", None) or {})
-        cluster, problems = validation.check(plain(hostvars[hosts[0]].get("spark_site")), hosts, host_values, specs,
+        site = plain(hostvars[hosts[0]].get("spark_site"))
+        if isinstance(site, dict) and hostvars[hosts[0]].get("spark_site_vars"):
+            # Which names the site's vars: sets (their values are in hostvars, templated), for the messages' origins.
+            site = dict(site, vars={name: None for name in plain(hostvars[hosts[0]]["spark_site_vars"])})
+        cluster, problems = validation.check(site, hosts, host_values, specs,
                                              recipe_files(), extra)
         if problems:
             result.update(failed=True, problems=[str(p) for p in problems],

@@ -138,6 +138,8 @@ class InventoryModule(BaseInventoryPlugin):
             inv.set_variable("spark_cluster", key, value)
         # The site as written, so the validation play can rebuild and cross-check the model.
         inv.set_variable("spark_cluster", "spark_site", {k: v for k, v in site.items() if k != "vars"})
+        # The names its vars: sets, so the validation's messages can say a value is written there.
+        inv.set_variable("spark_cluster", "spark_site_vars", sorted(cluster.extra_vars))
         # Site overrides of the recipe: host variables, so they rank above every group_vars (the recipe
         # included) yet below extra vars.
         for node in cluster.nodes:

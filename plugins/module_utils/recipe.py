@@ -12,7 +12,12 @@ ansible-lint's schema for argument specs still holds):
 - ``Range: 1 to 65535.`` / ``Range: at least 1.`` / ``Range: above 0.`` / ``Range: above 0, at most 1.``;
 - ``At least 1 element.`` (a list that must name something);
 - ``Pin: C(<regular expression>), <what it is>.`` - the whole value must match; ``Empty means unset.`` after it
-  lets ``""`` through (a pin still to be written).
+  lets ``""`` through (a pin still to be written);
+- ``Size: Docker.`` / ``Size: systemd.`` (``Empty means unset.`` may follow) and ``Name.``: the forms of
+  ``recipe_forms``, a size with its unit and a name clients, paths and labels can carry.
+
+An option of type ``dict``, or ``list`` of ``dict`` elements, may declare ``options`` of its own: each key present is
+checked against its sub-spec the same way (``host_baseline_protected_services[1].memory_min``).
 
 Cross-field rules that no single spec can express (context against the shape, guard thresholds, distinct
 listener ports) live in ``cross_checks``.
@@ -23,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import args, image_source, nccl
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args, image_source, nccl, recipe_forms
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.topology import Problem
 
 _STRICT = {
@@ -47,14 +52,25 @@ def load_role_specs(roles_dir, yaml_load):
         with open(path) as handle:
             data = yaml_load(handle) or {}
         main = (data.get("argument_specs") or {}).get("main") or {}
-        specs[role] = {name: dict(spec, **declared(spec)) for name, spec in (main.get("options") or {}).items()}
+        specs[role] = _with_declared(main.get("options") or {})
     return specs
+
+
+def _with_declared(options):
+    """Each option with what its description declares, its own sub-options included."""
+    out = {}
+    for name, spec in options.items():
+        out[name] = dict(spec, **declared(spec))
+        if isinstance(spec.get("options"), dict):
+            out[name]["options"] = _with_declared(spec["options"])
+    return out
 
 
 _RANGE = re.compile(r"Range: (?:(?P<low>-?[0-9.]+) to (?P<high>-?[0-9.]+)|at least (?P<min>-?[0-9.]+)|"
                     r"above (?P<above>-?[0-9.]+)(?:, at most (?P<most>-?[0-9.]+))?)\.")
 _ITEMS = re.compile(r"At least (?P<n>[0-9]+) elements?\.")
 _PIN = re.compile(r"Pin: C\((?P<pattern>.+)\), (?P<what>.+?)\.(?P<empty> Empty means unset\.)?")
+_SIZE = re.compile(r"Size: (?P<form>%s)\.(?P<empty> Empty means unset\.)?" % "|".join(recipe_forms.SIZES))
 
 
 def _num(text):
@@ -84,6 +100,11 @@ def declared(spec):
         if match:
             out.update(pattern=match.group("pattern"), pattern_what=match.group("what"),
                        allow_empty=bool(match.group("empty")))
+        match = _SIZE.fullmatch(line)
+        if match:
+            out.update(size=match.group("form"), allow_empty=bool(match.group("empty")))
+        if line == "Name.":
+            out["name"] = True
     return out
 
 
@@ -145,6 +166,8 @@ def check_value(name, value, spec, where, origin=None):
     problems = []
     kind = spec.get("type", "str")
     if not _type_ok(value, kind):
+        if "size" in spec:  # an unquoted number: say what the size needs, not only the type
+            return check_form(name, value, spec, where, origin)
         if kind == "bool":
             fix = ("write %s: true or %s: false without quotes in YAML; on the command line -e key=value is "
                    "always a string, so use -e '{\"%s\": true}'." % (name, name, name))
@@ -175,6 +198,49 @@ def check_value(name, value, spec, where, origin=None):
             " (value from %s)" % origin if origin else ""), "list what it must name."))
     problems.extend(check_range(name, value, spec, where, origin))
     problems.extend(check_pin(name, value, spec, where, origin))
+    problems.extend(check_form(name, value, spec, where, origin))
+    problems.extend(check_options(name, value, spec, where, origin))
+    return problems
+
+
+def check_form(name, value, spec, where, origin=None):
+    """Problems with a declared size (its unit) or name (its character set)."""
+    problems = []
+    if "size" in spec and not (value == "" and spec.get("allow_empty")):
+        bad = recipe_forms.size_problem(value, spec["size"])
+        if bad:
+            problems.append(Problem(name, "%s (%s declares a %s size; value from %s)" % (
+                bad[0][:-1], where, spec["size"], origin or "the recipe") + ".", bad[1]))
+    if spec.get("name"):
+        if isinstance(value, str):
+            items = [(name, value)]
+        elif isinstance(value, (list, tuple)):
+            items = [("%s[%d]" % (name, i), item) for i, item in enumerate(value)]
+        else:
+            items = [("%s[%r]" % (name, key), key) for key in (value if isinstance(value, dict) else {})]
+        for field, item in items:
+            bad = recipe_forms.name_problem(item)
+            if bad:
+                problems.append(Problem(field, bad[0], bad[1]))
+    return problems
+
+
+def check_options(name, value, spec, where, origin=None):
+    """A dict's, or each dict element's, keys against the option's own sub-options."""
+    options = spec.get("options")
+    if not isinstance(options, dict):
+        return []
+    if isinstance(value, dict):
+        items = [(name, value)]
+    elif isinstance(value, (list, tuple)):
+        items = [("%s[%d]" % (name, i), item) for i, item in enumerate(value) if isinstance(item, dict)]
+    else:
+        return []
+    problems = []
+    for prefix, item in items:
+        for key, sub in options.items():
+            if key in item:
+                problems.extend(check_value("%s.%s" % (prefix, key), item[key], sub, where, origin))
     return problems
 
 

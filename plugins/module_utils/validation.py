@@ -5,17 +5,34 @@
 
 The action plugin ``dgxspark.ds41f.validate`` gathers the site and each host's variables and calls ``check``;
 the unit tests call it directly. Nothing here opens a connection: the site model, the recipe against the
-roles' argument specs, the cross-field rules and every rank's launch spec (and the engine's own parser, vLLM's
-or SGLang's, where the controller has it), all on the controller. The image lock's pins are checked by the
+roles' argument specs (sizes with their units and names in one character set among them), variables with the
+collection's prefixes that no role declares (``known_vars``), the syntax of every environment (``env_check``), the
+fabric and management network against the networks the nodes run (``node_networks``), the cross-field rules and
+every rank's launch spec (and the engine's own parser, vLLM's or SGLang's, where the controller has it), all on
+the controller. The image lock's pins are checked by the
 image stage's own controller-side ``image_lock`` step, before it touches a node.
 """
 
 from __future__ import annotations
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import launch, recipe, topology, vllm_check
+import functools
+import os
+
+import yaml
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import (
+    env_check,
+    known_vars,
+    launch,
+    node_networks,
+    recipe,
+    topology,
+    vllm_check,
+)
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.engines import sglang_check
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.topology import Problem
 
+ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # Variables the inventory plugin derives; a different value in hostvars means the inventory was edited by hand.
 DERIVED = ("spark_rank", "spark_links", "spark_nccl_hcas", "ansible_host")
 
@@ -24,6 +41,26 @@ def variable_names(specs):
     """Every recipe variable the validation reads."""
     declared = {name for options in specs.values() for name in options}
     return sorted(declared | set(launch.VAR_NAMES) | {"serve_max_model_len", "host_baseline_health"})
+
+
+@functools.lru_cache(maxsize=1)
+def internal_names():
+    """The collection's own internal names (role vars, facts, registered results): never a site's typo."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return frozenset(known_vars.internal_names(ROOT, lambda text: yaml.load(text, Loader=loader)))
+
+
+def spec_defaults(specs):
+    """{name: default} of every option that declares one: what a role reads when nothing sets it."""
+    return {name: spec["default"] for options in specs.values() for name, spec in options.items() if "default" in spec}
+
+
+def site_problems(cluster, site, values, specs, where, set_names):
+    """The rules over names, environments and networks (unknown variables, env syntax, address collisions)."""
+    declared = {name for options in specs.values() for name in options}
+    problems = known_vars.problems(set_names, declared, internal_names(), values.get(known_vars.SITE_OWNED), where)
+    problems += env_check.problems({name: values[name] for name in declared if name in values})
+    return problems + node_networks.problems(cluster, dict(spec_defaults(specs), **values), site.get("nodes") or ())
 
 
 def origins(names, site_vars, recipe_files, extra_vars, values):
@@ -146,7 +183,11 @@ def check(site, hosts, host_values, specs, recipe_files=None, extra_vars=None):
         # A listener left at its role default still takes its port: the defaults join the port check.
         ports = {name: spec["default"] for options in specs.values() for name, spec in options.items()
                  if name in recipe.LISTENERS and isinstance(spec.get("default"), int)}
-        add(recipe.check_vars(values, specs, where) + recipe.cross_checks(cluster, dict(ports, **values)))
+        found = recipe.check_vars(values, specs, where) + recipe.cross_checks(cluster, dict(ports, **values))
+        fields = {p.field for p in found}  # an env key another rule refused already is not named twice
+        set_names = set(values) | set(extra_vars or {})
+        add(found + [p for p in site_problems(cluster, site, values, specs, where, set_names)
+                     if p.field not in fields])
     if not problems:  # render only a recipe whose values have the declared types
         add(launch_problems(cluster, {h: host_values.get(h) or {} for h in names}))
     return cluster, problems

@@ -44,6 +44,16 @@ def host_values(site, overrides=None, extra=None):
     return out
 
 
+def ssh_stub(folder):
+    """An ssh that records its arguments and fails: (its path, the record file, empty while no host is contacted)."""
+    record = folder / "ssh-calls"
+    record.write_text("")
+    ssh = folder / "ssh"
+    ssh.write_text("#!/bin/sh\necho \"$@\" >> %s\nexit 255\n" % record)
+    ssh.chmod(0o755)
+    return ssh, record
+
+
 @pytest.fixture
 def no_contact(monkeypatch):
     """Records every connection and program start; the test asserts the record stays empty."""

@@ -25,7 +25,7 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as chec
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import lockfile, validation
 from tests.conftest import ROOT
 
-from .conftest import SPECS, collection_recipe, good_site, host_values
+from .conftest import SPECS, collection_recipe, good_site, host_values, ssh_stub
 
 
 def node(i, **values):
@@ -107,6 +107,20 @@ SITE_CASES = [
     ("switch_ports on a ring", top(switch_ports=[0]), "switch_ports"),
     ("vars key not a variable name", top(vars={"bad-name": 1}), "vars.bad-name"),
     ("vars not a mapping", top(vars=["serve_port"]), "vars"),
+    # Address collisions with the networks the nodes already run (plugins/module_utils/node_networks.py).
+    ("fabric_pool is Docker's default bridge", top(fabric_pool="172.17.0.0/16"), "fabric_pool"),
+    ("fabric_pool inside Docker's default bridge", top(fabric_pool="172.17.8.0/22"), "fabric_pool"),
+    ("fabric_pool around Docker's default bridge", top(fabric_pool="172.16.0.0/12"), "fabric_pool"),
+    ("fabric_pool inside Podman's default network", top(fabric_pool="10.88.0.0/16"), "fabric_pool"),
+    ("fabric_pool inside Tailscale's CGNAT range", top(fabric_pool="100.100.0.0/16"), "fabric_pool"),
+    ("management_network on Docker's default bridge", lambda s: (
+        s.update(management_network="172.17.5.0/24"),
+        [n.update(address="172.17.5.%d" % (11 + i)) for i, n in enumerate(s["nodes"])]), "management_network"),
+    ("management_network inside Tailscale's CGNAT range", lambda s: (
+        s.update(management_network="100.64.1.0/24"),
+        [n.update(address="100.64.1.%d" % (11 + i)) for i, n in enumerate(s["nodes"])]), "management_network"),
+    ("node address in Podman's network, no management_network", lambda s: (
+        s.pop("management_network"), s["nodes"][2].update(address="10.88.0.13")), "nodes[2].address"),
 ]
 
 # (id, recipe variables to set, field the message must name). Each runs from the site's vars:, from the
@@ -181,6 +195,68 @@ RECIPE_CASES = [
      "host_baseline_sysctl_recovery.kernel.panic_on_oops"),
     ("sysctl revert value False", {"host_baseline_sysctl_revert": {"kernel.panic": False}},
      "host_baseline_sysctl_revert.kernel.panic"),
+    # Unknown variables: a collection prefix that no role declares (plugins/module_utils/known_vars.py).
+    ("serve_argz, one letter off", {"serve_argz": ["--dtype", "bfloat16"]}, "serve_argz"),
+    ("serve_memmory, a doubled letter", {"serve_memmory": "96g"}, "serve_memmory"),
+    ("fabric_mtu, a site setting as a variable", {"fabric_mtu": 9000}, "fabric_mtu"),
+    ("model_revison, a dropped letter", {"model_revison": "1bae0e10"}, "model_revison"),
+    ("kernel_reboot, cut short", {"kernel_reboot": True}, "kernel_reboot"),
+    ("ds41f_relase, the shared prefix", {"ds41f_relase": "r2"}, "ds41f_relase"),
+    ("host_baseline_governer", {"host_baseline_governer": "ondemand"}, "host_baseline_governer"),
+    ("verify_report, cut short", {"verify_report": True}, "verify_report"),
+    ("site variables not a list", {"ds41f_site_variables": "serve_mine"}, "ds41f_site_variables"),
+    # Environment syntax in every environment the recipe renders (plugins/module_utils/env_check.py).
+    ("serve_env key with a dash", {"serve_env": {"MY-FLAG": "1"}}, "serve_env.MY-FLAG"),
+    ("serve_env key starting with a digit", {"serve_env": {"1FLAG": "1"}}, "serve_env.1FLAG"),
+    ("serve_env key with a space", {"serve_env": {"A B": "1"}}, "serve_env.A B"),
+    ("serve_env value with a newline", {"serve_env": {"OMP_NUM_THREADS": "8\nX=1"}}, "serve_env.OMP_NUM_THREADS"),
+    ("serve_env value with a NUL byte", {"serve_env": {"OMP_NUM_THREADS": "8\0"}}, "serve_env.OMP_NUM_THREADS"),
+    ("serve_env value a list", {"serve_env": {"OMP_NUM_THREADS": [8]}}, "serve_env.OMP_NUM_THREADS"),
+    ("fabric env value with a newline", {"fabric_nccl_env_common": {"NCCL_DEBUG": "WARN\nNCCL_NET=Socket"}},
+     "fabric_nccl_env_common.NCCL_DEBUG"),
+    ("fabric env key with a dot", {"fabric_nccl_env_ring": {"NCCL.ALGO": "Ring"}}, "fabric_nccl_env_ring.NCCL.ALGO"),
+    ("shape launch env value with a carriage return",
+     {"serve_shape_launch": {"tp4-ring": {"env": {"SPARK_X": "1\r"}}}}, "serve_shape_launch.tp4-ring.env.SPARK_X"),
+    ("NCCL_IB_HCA through the shape launch env", {"serve_shape_launch": {"tp4-ring": {"env": {"NCCL_IB_HCA": "x"}}}},
+     "serve_shape_launch.tp4-ring.env.NCCL_IB_HCA"),
+    ("VLLM_HOST_IP through the model's serve env", {"model_serve_env": {"VLLM_HOST_IP": "192.0.2.11"}},
+     "model_serve_env.VLLM_HOST_IP"),
+    ("SPARKNET_ROCE_HCA through the collective env", {"serve_collective_env": {"SPARKNET_ROCE_HCA": "x"}},
+     "serve_collective_env.SPARKNET_ROCE_HCA"),
+    ("NCCL_SOCKET_IFNAME through the SGLang profile", {"serve_sglang_env": {"NCCL_SOCKET_IFNAME": "eth0"}},
+     "serve_sglang_env.NCCL_SOCKET_IFNAME"),
+    ("B12X_ROCE_HCA through serve_env", {"serve_env": {"B12X_ROCE_HCA": "rocep1s0f0"}}, "serve_env.B12X_ROCE_HCA"),
+    # Sizes carry a unit (Size: in the specs, plugins/module_utils/recipe_forms.py).
+    ("memory limit a bare number", {"serve_memory": "112"}, "serve_memory"),
+    ("memory limit an unquoted number", {"serve_memory": 120259084288}, "serve_memory"),
+    ("shm size a bare number", {"serve_shm_size": "16"}, "serve_shm_size"),
+    ("memory limit in gigabits", {"serve_memory": "112gb"}, "serve_memory"),
+    ("memory limit with a space", {"serve_memory": "112 g"}, "serve_memory"),
+    ("protected service memory_min a bare number",
+     {"host_baseline_protected_services": [{"name": "ssh.service", "memory_min": "128", "oom_score_adjust": -900}]},
+     "host_baseline_protected_services[0].memory_min"),
+    ("protected service memory_min in Docker's lower case",
+     {"host_baseline_protected_services": [{"name": "ssh.service", "memory_min": "128m", "oom_score_adjust": -900}]},
+     "host_baseline_protected_services[0].memory_min"),
+    # Names that reach URLs, paths and labels (Name. in the specs).
+    ("served name with a space", {"serve_served_names": ["deepseek v4"]}, "serve_served_names[0]"),
+    ("served name with a slash", {"serve_served_names": ["ok-name", "deepseek-ai/v4"]}, "serve_served_names[1]"),
+    ("served name with a question mark", {"serve_served_names": ["v4?x=1"]}, "serve_served_names[0]"),
+    ("release named ..", {"ds41f_release": ".."}, "ds41f_release"),
+    ("release named .", {"ds41f_release": "."}, "ds41f_release"),
+    ("release climbing out of its folder", {"ds41f_release": "../etc"}, "ds41f_release"),
+    ("boot markers of a release named ..", {"serve_boot_markers": {"..": {"required": ["x"]}}},
+     "serve_boot_markers['..']"),
+    ("patched flags of a release with a slash", {"serve_patched_flags": {"r/1": []}}, "serve_patched_flags['r/1']"),
+    ("container name with a space", {"serve_container_name": "spark ds41f"}, "serve_container_name"),
+    ("SGLang release with a newline", {"serve_sglang_release": "sglang\n"}, "serve_sglang_release"),
+    # Address collisions the recipe states: the daemon's own bip and address pools.
+    ("Docker bip over the default fabric", {"host_baseline_docker_bip": "10.12.0.1/16"}, "fabric_pool"),
+    ("Docker address pool over the management network", {"host_baseline_docker_address_pools": ["192.0.0.0/16"]},
+     "management_network"),
+    ("Docker bip without its prefix", {"host_baseline_docker_bip": "172.26.0.1"}, "host_baseline_docker_bip"),
+    ("Docker address pool a word", {"host_baseline_docker_address_pools": ["default"]},
+     "host_baseline_docker_address_pools[0]"),
 ]
 SOURCES = ("site vars:", "group_vars", "-e")
 
@@ -403,9 +479,9 @@ def test_good_module_arguments_pass_their_checks():
     assert file_problems([{"path": "/etc/x", "content": "", "mode": "0644"}], absent=False) is None
 
 
-def test_the_table_holds_over_a_hundred_bad_inputs():
+def test_the_table_holds_over_two_hundred_bad_inputs():
     tables = (SITE_CASES, RECIPE_CASES, MODULE_CASES, ACTION_CASES, LOCK_CASES, E2E_CASES)
-    assert sum(map(len, tables)) + 6 >= 100  # 6: the managed_files action's own table
+    assert sum(map(len, tables)) + 6 >= 230  # 6: the managed_files action's own table
 
 
 # -- end to end: the real validation play, ssh stubbed ----------------------------------------------------------
@@ -434,6 +510,22 @@ E2E_CASES = [
     ("memory-saver ref a tag from -e", None, {"memory_saver_source_ref": "v0.4.1"}, "-e", "memory_saver_source_ref"),
     ("share port on the API port in vars:", None, {"model_share_port": 8000}, "site vars:", "model_share_port"),
     ("quoted boolean in group_vars", None, {"kernel_reboot_ok": "false"}, "group_vars", "kernel_reboot_ok"),
+    ("serve_argz in vars:", None, {"serve_argz": ["--dtype", "bfloat16"]}, "site vars:", "serve_argz"),
+    ("model_revison in group_vars", None, {"model_revison": "1bae0e10"}, "group_vars", "model_revison"),
+    ("kernel_reboot_okay from -e", None, {"kernel_reboot_okay": True}, "-e", "kernel_reboot_okay"),
+    ("serve_env value with a newline in vars:", None, {"serve_env": {"OMP_NUM_THREADS": "8\nX=1"}}, "site vars:",
+     "serve_env.OMP_NUM_THREADS"),
+    ("NCCL_IB_HCA in the shape launch env from -e", None,
+     {"serve_shape_launch": {"tp4-ring": {"env": {"NCCL_IB_HCA": "x"}}}}, "-e",
+     "serve_shape_launch.tp4-ring.env.NCCL_IB_HCA"),
+    ("memory limit a bare number in group_vars", None, {"serve_memory": "112"}, "group_vars", "serve_memory"),
+    ("shm size a bare number from -e", None, {"serve_shm_size": "16"}, "-e", "serve_shm_size"),
+    ("served name with a space in vars:", None, {"serve_served_names": ["deepseek v4"]}, "site vars:",
+     "serve_served_names[0]"),
+    ("release named .. from -e", None, {"ds41f_release": ".."}, "-e", "ds41f_release"),
+    ("fabric_pool on Docker's bridge", top(fabric_pool="172.17.0.0/16"), None, None, "fabric_pool"),
+    ("fabric_pool in Podman's network", top(fabric_pool="10.88.0.0/16"), None, None, "fabric_pool"),
+    ("fabric_pool in Tailscale's range", top(fabric_pool="100.64.0.0/16"), None, None, "fabric_pool"),
 ]
 NO_CFG = "site does not parse, without the repo's ansible.cfg"
 BIN = os.path.dirname(sys.executable)
@@ -462,11 +554,7 @@ def playbook(case_dir, ssh, site, recipe=None, where=None, cfg=None):
 def e2e(tmp_path_factory):
     """Every end-to-end case, two at a time: {id: (rc, output)}, and the ssh stub's record."""
     root = tmp_path_factory.mktemp("e2e")
-    record = root / "ssh-calls"
-    record.write_text("")
-    ssh = root / "ssh"
-    ssh.write_text("#!/bin/sh\necho \"$@\" >> %s\nexit 255\n" % record)
-    ssh.chmod(0o755)
+    ssh, record = ssh_stub(root)
     cfg = root / "bare.cfg"  # no unparsed_is_failed, no vars plugin: only where the collection is
     cfg.write_text("[defaults]\ncollections_path = %s\n" % (ROOT / "collections"))
     jobs = {"good site": (good_site(), None, None, None)}
@@ -500,6 +588,18 @@ def test_a_bad_input_stops_the_validation_play(field, e2e, request):
     assert rc != 0, out[-3000:]
     assert field + ":" in out, out[-3000:]
     assert record.read_text() == ""  # the ssh stub was never called
+
+
+def test_a_typo_names_the_closest_declared_variable_end_to_end(e2e):
+    results, record = e2e
+    _, out = results["serve_argz in vars:"]
+    assert "serve_argz is not a variable of this collection; did you mean serve_args? It is set in the site file's " \
+        "vars:" in out, out[-3000:]
+    _, out = results["kernel_reboot_okay from -e"]
+    assert "did you mean kernel_reboot_ok?" in out and "ds41f_site_variables" in out, out[-3000:]
+    _, out = results["fabric_pool on Docker's bridge"]
+    assert "172.17.0.0/16 overlaps Docker's default bridge docker0, 172.17.0.0/16" in out, out[-3000:]
+    assert record.read_text() == ""
 
 
 def test_without_the_repos_ansible_cfg_an_unparsed_site_still_fails(e2e):
