@@ -13,7 +13,7 @@ Everything lands under .lab/shared/engine/ (git-ignored), which every lab node s
               Python's stdlib sources + a chat template (ds41f/lab/tiny_model.py)
     bin/vllm  ``vllm`` for any python3 (puts site/ on PYTHONPATH)
     bin/lab-rank  ds41f/lab/lab_rank.py: what the CPU lab changes in a rank (TP lowered, stand-in ranks)
-    bin/lab/vllm  the same file as ``vllm`` on the image's PATH, so the image's ENTRYPOINT is the vLLM OpenAI
+    bin/lab/vllm  a link to lab-rank: ``vllm`` on the image's PATH, so the image's ENTRYPOINT is the vLLM OpenAI
               image's own, ``vllm serve``, and a rank gets exactly the arguments a Spark would
     image/ds41f-lab-engine.tar  a docker-archive of the lab engine images (Debian minbase + python3 + libnuma1,
               nothing of vLLM inside: the engine is bind-mounted), tags r1 and r2 with different image IDs
@@ -186,12 +186,14 @@ def build_bin():
         'export PYTHONPATH="$engine/site${PYTHONPATH:+:$PYTHONPATH}" VLLM_TARGET_DEVICE=cpu\n'
         'exec "${DS41F_ENGINE_PYTHON:-python3}" -m vllm.entrypoints.cli.main "$@"\n')
     rank = BIN / "lab-rank"
+    shutil.copyfile(Path(__file__).with_name("lab_rank.py"), rank)
+    for path in (vllm, rank):
+        path.chmod(0o755)
+    # `vllm` on the image's PATH: lab-rank itself (a relative link, so it resolves inside the node's mount too).
     shim = BIN / "lab" / "vllm"
     shim.parent.mkdir(exist_ok=True)
-    for path in (rank, shim):
-        shutil.copyfile(Path(__file__).with_name("lab_rank.py"), path)
-    for path in (vllm, rank, shim):
-        path.chmod(0o755)
+    shim.unlink(missing_ok=True)
+    shim.symlink_to(Path("..") / "lab-rank")
 
 
 def build_image():

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The lab engine image's `vllm`: one serving rank, given the rank's rendered `vllm serve` arguments.
 
-``ds41f.lab.engine build`` copies this file to .lab/shared/engine/bin/lab/vllm (and bin/lab-rank); lab nodes
+``ds41f.lab.engine build`` copies this file to .lab/shared/engine/bin/lab-rank (bin/lab/vllm links to it); lab nodes
 bind-mount that folder read-only at /opt/ds41f-lab/engine. The image's ENTRYPOINT is the vLLM OpenAI image's,
 ``vllm serve``, and its PATH finds this file as ``vllm``, so a rank runs exactly the serve stage's rendered
 arguments (``/models --tensor-parallel-size 3 --nnodes 3 --node-rank 1 ... [--headless]``) after ``serve``.
