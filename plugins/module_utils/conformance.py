@@ -130,13 +130,12 @@ def launch_items(entrypoint, argv, pairs, env_files=None):
 
 def rendered_items(argv, spec, env_files=None):
     """The items of ``docker run`` words (launch.docker_run) for ``spec``, with the env files' contents."""
-    image_at = argv.index(spec["image"]) if spec["image"] in argv else len(argv)
-    entrypoint = list(spec.get("entrypoint") or []) or list(spec.get("image_entrypoint") or [])
-    command = argv[image_at + 1:][len(spec.get("entrypoint") or []) - 1:] if spec.get("entrypoint") else \
-        argv[image_at + 1:]
-    items = launch_items(entrypoint, command, docker_pairs(argv[2:image_at]), env_files)
-    items["docker --name"] = spec["name"]
-    return items
+    image_at = argv.index(spec["image"])
+    override = list(spec.get("entrypoint") or [])
+    # docker_run puts an override's own arguments after the image, before the rendered ones
+    command = argv[image_at + 1 + max(len(override) - 1, 0):]
+    return launch_items(override or list(spec.get("image_entrypoint") or []), command,
+                        docker_pairs(argv[2:image_at]), env_files)
 
 
 def apply(items, changes):
