@@ -13,7 +13,8 @@ from ds41f import paths, runs
 EXIT_CODES = """exit status:
   0      ok
   1      a check found errors (ds41f doctor: an error in the drift table; ds41f status: a node or the head's
-         API is not as it should be; ds41f logs: a rank has no engine log)
+         API is not as it should be; ds41f logs: a rank has no engine log; ds41f render --compare: a difference
+         from the recorded production launch that the reviewed list does not give, or an entry no rank shows)
   2      bad usage or input (an unknown stage or option, no inventory, a bad site or recipe)
   other  ds41f run passes ansible-playbook's own status through unchanged (2: a task failed on a host,
          4: a host was unreachable or a file did not parse, 5: bad options, 99: interrupted, 250: unexpected);
@@ -169,7 +170,8 @@ def cmd_logs(args):
 def cmd_render(args):
     from ds41f.day2 import render
 
-    return render.main(*inventory_for(args), node=args.node, one_line=args.one_line, passthrough=args.passthrough)
+    return render.main(*inventory_for(args), node=args.node, one_line=args.one_line, passthrough=args.passthrough,
+                       compare_recorded=args.compare)
 
 
 def cmd_picture(args):
@@ -282,6 +284,9 @@ def parser():
     render.add_argument("node", nargs="?", help="one node, or a pattern as --limit takes it (default: all)")
     where(render)
     render.add_argument("--one-line", action="store_true", help="each command on one line")
+    render.add_argument("--compare", action="store_true", help="instead: each rank's launch beside the recorded "
+                        "production launch of its shape (tests/fixtures/release/), every difference with the reviewed "
+                        "reason; exit 1 when one is not reviewed")
     render.set_defaults(func=cmd_render)
 
     picture = sub.add_parser("picture", help="draw a site's topology (nodes, cables, paths, addresses) as SVG and PNG")

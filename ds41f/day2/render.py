@@ -1,5 +1,6 @@
 """`ds41f render [NODE]`: the `docker run` line each rank runs, from the launch spec the serve stage renders
-(playbooks/day2/render.yml); it never connects to a node, so it works on any site."""
+(playbooks/day2/render.yml); it never connects to a node, so it works on any site. `--compare` sets each rank's
+launch beside the recorded production launch of its shape instead (ds41f/release.py)."""
 
 from __future__ import annotations
 
@@ -28,12 +29,30 @@ def wrapped(command, image):
     return " \\\n    ".join(shlex.join(line) for line in lines)
 
 
-def main(inventory, env, node=None, one_line=False, passthrough=()):
-    result = common.run("render", inventory, env, limit=node, passthrough=passthrough)
+def compare(readings):
+    """Each rank's launch beside the recorded production launch of its shape (ds41f/release.py): the differences,
+    the reviewed list's reason for each; 1 when one is not reviewed or the list names one that is gone."""
+    from ds41f import release
+
+    specs = [reading["spec"] for _, reading in readings]
+    result = release.compare(specs, [reading.get("env_files") or {} for _, reading in readings])
+    lines, ok = release.report(result, {int(reading["rank"]): name for name, reading in readings})
+    print("\n".join(lines))
+    print("ds41f render --compare: %s (reviewed list: %s)" % (
+        "every difference is reviewed" if ok else "differences not reviewed or a stale entry, see above",
+        release.REVIEWED.relative_to(release.paths.ROOT)))
+    return 0 if ok else 1
+
+
+def main(inventory, env, node=None, one_line=False, passthrough=(), compare_recorded=False):
+    extra = {"ds41f_render_compare": True} if compare_recorded else None
+    result = common.run("render", inventory, env, limit=node, extra=extra, passthrough=passthrough)
     readings = common.by_rank(result.task_results("Render the launch"))
     if not readings or result.failures():
         common.report_failures(result, "render")
         return 2 if result.failures() else (result.rc or 2)
+    if compare_recorded:
+        return compare(readings)
     for name, reading in readings:
         print("# %s: rank %s, release %s" % (name, reading.get("rank"), reading.get("release")))
         print(reading["command"] if one_line else wrapped(reading["command"], reading.get("image")))

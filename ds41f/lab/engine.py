@@ -12,7 +12,9 @@ Everything lands under .lab/shared/engine/ (git-ignored), which every lab node s
     model/    a Llama-shaped model (hidden 128, 2 heads, 2 layers, random weights) + a BPE tokenizer trained on
               Python's stdlib sources + a chat template (ds41f/lab/tiny_model.py)
     bin/vllm  ``vllm`` for any python3 (puts site/ on PYTHONPATH)
-    bin/lab-rank  the lab engine image's entrypoint (ds41f/lab/lab_rank.py)
+    bin/lab-rank  ds41f/lab/lab_rank.py: what the CPU lab changes in a rank (TP lowered, stand-in ranks)
+    bin/lab/vllm  a link to lab-rank: ``vllm`` on the image's PATH, so the image's ENTRYPOINT is the vLLM OpenAI
+              image's own, ``vllm serve``, and a rank gets exactly the arguments a Spark would
     image/ds41f-lab-engine.tar  a docker-archive of the lab engine images (Debian minbase + python3 + libnuma1,
               nothing of vLLM inside: the engine is bind-mounted), tags r1 and r2 with different image IDs
     engine.json  what was built, from which inputs, and how long each part took
@@ -57,6 +59,9 @@ TORCH = "torch==2.13.0+cpu"  # the CPU wheel on this disk (pip's find-links); Py
 REMOVE = ("torchvision", "torchaudio", "torchcodec", "triton")
 IMAGE_NAME = "localhost/ds41f-lab-engine"
 IMAGE_TAGS = ("r1", "r2")  # two releases of the lab engine image (rollback tests need two image IDs)
+# The vLLM OpenAI image's ENTRYPOINT; `vllm` resolves to the lab shim (bin/lab/vllm) through the image's PATH.
+IMAGE_ENTRYPOINT = ("vllm", "serve")
+IMAGE_PATH = "%s/bin/lab:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" % NODE_ENGINE
 SERVED_NAME = "ds41f-tiny"
 # Small enough for a shared 2-core, 24 GiB machine: 64 MiB of KV holds ~65k tokens of the tiny model.
 SERVE_ARGS = ("--max-model-len", "2048", "--kv-cache-memory-bytes", str(64 << 20), "--enforce-eager")
@@ -80,7 +85,8 @@ def inputs():
     return {
         "site": digest(VLLM, TORCH, REMOVE, VLLM_VERSION, sys.version_info[:2]),
         "model": digest(source_digest("tiny_model.py")),
-        "image": digest(IMAGE_NAME, IMAGE_TAGS, minbase.PACKAGES, NODE_ENGINE),  # lab-rank is mounted, not inside
+        # the shim is mounted, not inside
+        "image": digest(IMAGE_NAME, IMAGE_TAGS, minbase.PACKAGES, NODE_ENGINE, IMAGE_ENTRYPOINT, IMAGE_PATH),
         "bin": source_digest("lab_rank.py", "engine.py"),
     }
 
@@ -183,6 +189,11 @@ def build_bin():
     shutil.copyfile(Path(__file__).with_name("lab_rank.py"), rank)
     for path in (vllm, rank):
         path.chmod(0o755)
+    # `vllm` on the image's PATH: lab-rank itself (a relative link, so it resolves inside the node's mount too).
+    shim = BIN / "lab" / "vllm"
+    shim.parent.mkdir(exist_ok=True)
+    shim.unlink(missing_ok=True)
+    shim.symlink_to(Path("..") / "lab-rank")
 
 
 def build_image():
@@ -196,7 +207,8 @@ def build_image():
         name = "%s:%s" % (IMAGE_NAME, tag)
         podman.run("rmi", "-f", name, check=False)
         podman.run("import",
-                   "--change", "ENTRYPOINT [\"%s/bin/lab-rank\"]" % NODE_ENGINE,
+                   "--change", "ENTRYPOINT %s" % json.dumps(list(IMAGE_ENTRYPOINT)),
+                   "--change", "ENV PATH=%s" % IMAGE_PATH,
                    "--change", "ENV PYTHONUNBUFFERED=1",
                    "--change", "LABEL ds41f.lab.engine.release=%s" % tag,
                    rootfs, name)
@@ -231,7 +243,7 @@ def build(only=PARTS, force=False):
                               built=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         write_manifest(manifest)
         log("%s: built in %.0f s" % (part, manifest[part]["seconds"]))
-    if manifest.get("bin", {}).get("inputs") != wanted["bin"] or not (BIN / "vllm").exists():
+    if manifest.get("bin", {}).get("inputs") != wanted["bin"] or not (BIN / "lab" / "vllm").exists():
         build_bin()
         manifest["bin"] = {"inputs": wanted["bin"]}
         write_manifest(manifest)

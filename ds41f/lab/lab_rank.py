@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Entrypoint of the lab engine image: one serving rank, given the rank's rendered `vllm serve` command.
+"""The lab engine image's `vllm`: one serving rank, given the rank's rendered `vllm serve` arguments.
 
-``ds41f.lab.engine build`` copies this file to .lab/shared/engine/bin/lab-rank; lab nodes bind-mount that
-folder read-only at /opt/ds41f-lab/engine and start the image with the serve stage's rendered command
-(``serve /models --tensor-parallel-size 3 --nnodes 3 --node-rank 1 ... [--headless]``).
+``ds41f.lab.engine build`` copies this file to .lab/shared/engine/bin/lab-rank (bin/lab/vllm links to it); lab nodes
+bind-mount that folder read-only at /opt/ds41f-lab/engine. The image's ENTRYPOINT is the vLLM OpenAI image's,
+``vllm serve``, and its PATH finds this file as ``vllm``, so a rank runs exactly the serve stage's rendered
+arguments (``/models --tensor-parallel-size 3 --nnodes 3 --node-rank 1 ... [--headless]``) after ``serve``.
+Any other ``vllm`` subcommand goes to vLLM as it is.
 
 Because the CPU build on this 2-core lab machine cannot hold one ~2 GB vLLM process per rank:
 - rank 0 (no --headless) serves for real, tensor parallel 1: the multi-node flags are dropped (and printed),
@@ -145,6 +147,8 @@ def main(argv):
     if argv[:1] == ["--check"]:
         return check_mode()
     if argv[:1] != ["serve"]:
+        if os.path.basename(sys.argv[0]) == "vllm":
+            run_vllm(argv)  # not a serving rank: vLLM's own command line
         say("expected a `vllm serve` command line (serve MODEL ...), got %r" % argv[:2])
         return 2
     rank = flag_value(argv, "--node-rank", "0")

@@ -33,8 +33,8 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils.engines.vllm import
 # Recipe keys the spec reads; anything else in the recipe is not part of a launch.
 RECIPE_KEYS = (
     "release", "image", "container_name", "served_names", "port", "master_port", "model_dir", "model_mount",
-    "entrypoint", "args", "speculative", "compilation", "env", "env_files", "mounts", "devices", "gpus",
-    "cap_add", "security_opt", "ulimits", "shm_size", "memory", "cpuset", "max_model_len", "kv_cache_bytes",
+    "entrypoint", "image_entrypoint", "args", "speculative", "compilation", "env", "env_files", "mounts", "devices",
+    "gpus", "cap_add", "security_opt", "ulimits", "shm_size", "memory", "cpuset", "max_model_len", "kv_cache_bytes",
     "sparknet_env", "shape_launch", "engine", "api_key_required", "state_dir",
 )
 # Read by an engine other than vLLM only (SGLang's key file): a vLLM spec and its labels stay as they were.
@@ -76,18 +76,48 @@ def shape_key(shape, nodes, context, kv_bytes):
         shape["name"], nodes, context, kv_bytes, shape["max_seqs"], shape["batched_tokens"])
 
 
+def effective_entrypoint(recipe):
+    """What the container runs before the rendered arguments: the recipe's override, else the image's own."""
+    return list(recipe.get("entrypoint") or recipe.get("image_entrypoint") or [])
+
+
+def check_entrypoint(recipe, args):
+    """The recipe names the entrypoint its arguments are for, and its arguments do not say it again (an image whose
+    ENTRYPOINT is `vllm serve` given `serve /models ...` runs `vllm serve serve /models` and exits)."""
+    entrypoint = effective_entrypoint(recipe)
+    if not entrypoint:
+        raise LaunchError("serve_image_entrypoint: is empty and serve_entrypoint overrides nothing, so nothing says "
+                          "what runs the rendered arguments. Fix: set serve_image_entrypoint to the image's "
+                          "ENTRYPOINT (the vLLM OpenAI image's is [vllm, serve]).")
+    words = {w.rsplit("/", 1)[-1] for w in entrypoint if not w.startswith("-")}
+    for i, arg in enumerate(args):
+        # a flag's value (--generation-config vllm) is not a repeated entrypoint
+        follows_flag = i > 0 and args[i - 1].startswith("-") and "=" not in args[i - 1]
+        if arg.rsplit("/", 1)[-1] in words and not follows_flag:
+            raise LaunchError("serve_args[%d]: %r repeats the entrypoint %s, which already runs before the "
+                              "arguments. Fix: remove it from serve_args." % (i, arg, " ".join(entrypoint)))
+
+
 def check_recipe(recipe, engine, shape):
     """The recipe's fields, then the engine's own rules (its rendered flags, numeric ranges, memory rules)."""
     args = recipe.get("args") or []
     for i, arg in enumerate(args):
         if not isinstance(arg, str):
             raise LaunchError("serve_args[%d]: %r is not a string. Fix: quote it." % (i, arg))
+    check_entrypoint(recipe, args)
     for key in ("image", "container_name", "model_dir", "model_mount"):
         if not recipe.get(key):
             raise LaunchError("serve_%s: is empty. Fix: set it in group_vars/all/serve.yml." % key)
     if not recipe.get("served_names"):
         raise LaunchError("serve_served_names: is empty. Fix: list at least one served model name.")
     engine.check(recipe, shape, effective_sizing(recipe, shape)[0])
+
+
+def program_args(spec):
+    """What the entrypoint's program receives: its own arguments (``serve`` of ``vllm serve``), then the rendered
+    ones; the argument list vLLM's parser judges."""
+    entrypoint = list(spec.get("entrypoint") or spec.get("image_entrypoint") or [])
+    return entrypoint[1:] + list(spec["command"])
 
 
 def effective_sizing(recipe, shape):
@@ -157,6 +187,7 @@ def render(recipe, shape, node, cluster):
         "rank": node["rank"],
         "head": node["rank"] == 0,
         "entrypoint": list(recipe.get("entrypoint") or []),
+        "image_entrypoint": list(recipe.get("image_entrypoint") or []),
         "command": command(recipe, shape, node, cluster) + list(key.get("args") or []),
         "env": environment(recipe, shape, node, cluster, extra),
         "env_files": list(recipe.get("env_files") or []),

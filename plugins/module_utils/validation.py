@@ -108,7 +108,7 @@ def launch_problems(cluster, host_values):
                                     "correct the serve_* variable of the wrong type (named above, if any)."))
             continue
         if (values.get("serve_engine") or "vllm") == "vllm":  # vLLM's parser judges vLLM's command only
-            argvs.append((node, values, spec["command"]))
+            argvs.append((node, values, launch.program_args(spec)))
         elif values.get("serve_engine") == sglang_check.NAME:
             sglang_ranks.append(("%d (%s)" % (node.rank, node.name), spec["command"]))
     if sglang_ranks:  # SGLang's parser, where the controller has it (no lab node can parse it)

@@ -182,8 +182,10 @@ def main():
         module.fail_json(msg="docker build failed (%d): %s" % (rc, (err or out).strip()[-3000:]))
     with open(iidfile) as handle:
         image_id = handle.read().strip()
-    rc, smoke_out, smoke_err = run(["docker", "run", "--rm", "--network", "none", *p["smoke_run_args"], image_id,
-                                    *p["smoke"]])
+    # The smoke command replaces the image's ENTRYPOINT (the vLLM base's is `vllm serve`, which would take the
+    # command as its arguments).
+    rc, smoke_out, smoke_err = run(["docker", "run", "--rm", "--network", "none", "--entrypoint", p["smoke"][0],
+                                    *p["smoke_run_args"], image_id, *p["smoke"][1:]])
     if rc != 0:
         module.fail_json(msg="the smoke command %s failed in the new image %s (%d); it is left untagged: %s" % (
             p["smoke"], docker_image.short(image_id), rc, (smoke_err or smoke_out).strip()[-2000:]))

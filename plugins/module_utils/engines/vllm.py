@@ -67,9 +67,10 @@ def capture_sizes(max_rows):
 
 
 def command(recipe, shape, node, cluster, context, kv_bytes):
-    """The ``vllm serve`` arguments of one rank (what follows the image's ``vllm`` entrypoint)."""
+    """The ``vllm serve`` arguments of one rank: what follows the image's ``vllm serve`` entrypoint (the vLLM
+    OpenAI image's ENTRYPOINT), so they begin with the model path as spark-ds41f's serve_args do."""
     nodes = cluster["nodes"]
-    argv = ["serve", recipe["model_mount"], "--served-model-name"] + list(recipe["served_names"])
+    argv = [recipe["model_mount"], "--served-model-name"] + list(recipe["served_names"])
     argv += ["--host", "0.0.0.0", "--port", str(recipe["port"])]
     argv += ["--tensor-parallel-size", str(nodes), "--nnodes", str(nodes), "--node-rank", str(node["rank"]),
              "--master-addr", cluster["head_address"], "--master-port", str(recipe["master_port"])]

@@ -62,3 +62,18 @@ def test_render_refuses_a_bad_recipe_with_the_field_and_exit_2(capsys):
     assert cli.main(["render", "-i", "inventories/ring4", "dgx1", "--", "-e", '{"serve_image": ""}']) == 2
     err = capsys.readouterr().err
     assert "dgx1: Render the launch:" in err and "serve_image: is empty. Fix: set it in group_vars/all/serve.yml" in err
+
+
+def test_render_compare_sets_every_rank_beside_the_recorded_launch_and_exits_1_on_an_unreviewed_one(capsys):
+    # the example ring as it is: every difference reviewed, exit 0
+    assert cli.main(["render", "-i", "inventories/ring4", "--compare"]) == 0
+    out = capsys.readouterr().out
+    heads = [line for line in out.splitlines() if line.startswith("# dgx")]
+    assert [h.split(":")[0] for h in heads] == ["# dgx1", "# dgx2", "# dgx3", "# dgx4"]
+    assert all("tp4-ring" in h and " 0 not reviewed" in h for h in heads)
+    assert "[1] " in out and "every difference is reviewed" in out
+    # the recipe without the release's multimodal cache setting: that item is named and the exit is 1
+    args = '{"serve_args": ["--dtype", "bfloat16", "--load-format", "direct"]}'
+    assert cli.main(["render", "-i", "inventories/ring4", "dgx1", "--compare", "--", "-e", args]) == 1
+    out = capsys.readouterr().out
+    assert "NOT REVIEWED arg --mm-processor-cache-gb: recorded 0, rendered (absent)" in out

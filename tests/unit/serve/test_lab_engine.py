@@ -1,6 +1,8 @@
 """The lab engine: a second build changes nothing, and running_server() serves real vLLM on loopback."""
 
 import json
+import subprocess
+import tarfile
 import urllib.request
 
 import pytest
@@ -21,6 +23,25 @@ def test_a_second_build_changes_nothing(built, capsys):
     after = engine.build()
     assert {k: v.get("built") for k, v in after.items()} == {k: v.get("built") for k, v in built.items()}
     assert capsys.readouterr().out.count("up to date") == 3
+
+
+def test_the_images_run_vllm_serve_and_vllm_is_the_lab_shim(built):
+    """The built archive's images have the vLLM OpenAI image's ENTRYPOINT, and `vllm` on their PATH is lab-rank."""
+    with tarfile.open(engine.IMAGE_ARCHIVE) as archive:
+        manifest = json.load(archive.extractfile("manifest.json"))
+        configs = [json.load(archive.extractfile(m["Config"]))["config"] for m in manifest]
+    assert len(configs) == len(engine.IMAGE_TAGS)
+    for config in configs:
+        assert config["Entrypoint"] == ["vllm", "serve"]
+        path = next(e.split("=", 1)[1] for e in config["Env"] if e.startswith("PATH="))
+        assert path.split(":")[0] == engine.NODE_ENGINE + "/bin/lab"
+    shim = engine.BIN / "lab" / "vllm"
+    assert shim.resolve() == (engine.BIN / "lab-rank").resolve()
+    version = subprocess.run([str(shim), "--version"], capture_output=True, text=True, timeout=120)
+    assert version.returncode == 0 and version.stdout.strip() == engine.VLLM_VERSION  # not serve: vLLM's own CLI
+    refused = subprocess.run([str(shim), "serve", "/models", "--max-num-seqs", "many"], capture_output=True,
+                             text=True, timeout=120)
+    assert refused.returncode == 2 and "--max-num-seqs: invalid int value: 'many'" in refused.stderr
 
 
 def test_running_server_answers_chat_with_thinking_off(built):

@@ -3,11 +3,12 @@
 import re
 
 import pytest
+import yaml
 
 from ansible_collections.dgxspark.ds41f.plugins.filter import serve as serve_filters
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import launch
 
-from .conftest import cluster, load_recipe
+from .conftest import ROOT, cluster, load_recipe
 from .sglang_recipe import render_all, seed_text, sglang_values
 from .test_launch import flag
 
@@ -59,12 +60,23 @@ def test_an_explicit_vllm_engine_leaves_the_vllm_spec_byte_identical(recipe):
 
 # Flags the seed gives as its launcher's .env settings (start-tp4.sh turns them into these SGLang flags).
 LAUNCHER_SETTING = {"--chunked-prefill-size": "CHUNKED_PREFILL_SIZE",
-                    "--mem-fraction-static": "HEAD_MEM_FRACTION_STATIC", "--ep-size": "EP_SIZE"}
+                    "--mem-fraction-static": "HEAD_MEM_FRACTION_STATIC", "--ep-size": "EP_SIZE",
+                    "--speculative-algorithm": "SPEC_ALGO"}
+# The seed's launcher as recorded (tests/fixtures/release/SOURCE.md): its container env is a source too.
+LAUNCHER = ROOT / "tests" / "fixtures" / "release" / "sglang-tp4-ring.yml"
+
+
+CACHE_MOUNT = "/cache/spark-ds41f/"  # a launcher cache folder moved into the site's cache mount
+
+
+def launcher_env():
+    return yaml.safe_load(LAUNCHER.read_text())["env"]
 
 
 def every_env_and_flag_comes_from_the_seed(values):
-    text = seed_text()
-    missing = [k for k, v in values["serve_sglang_env"].items() if "%s=%s" % (k, v) not in text]
+    text = seed_text() + "".join("\n%s=%s" % kv for kv in launcher_env().items())
+    missing = [k for k, v in values["serve_sglang_env"].items() if "%s=%s" % (k, v) not in text and not (
+        k in launcher_env() and v.startswith(CACHE_MOUNT))]
     args = values["serve_sglang_args"]
     for i, arg in enumerate(args):
         if arg in LAUNCHER_SETTING:

@@ -6,7 +6,7 @@ Sources (facts, not wording, are used):
   tp4-ring); seed 004 (004_cb9e36cfd5b1eff8.txt) line 158: the carve-out (r5k, via a DRM dumb buffer) is what
   grew the 4 KiB triangle's KV pool to 2.2 GiB a rank, tp3-triangle-4k's sizing;
 - ../shared/research/deployments-in-the-field.md line 397: the DRM card is bound by path to /dev/dri/card0 with
-  the cgroup rule c 226:* rw; line 85: the carve-out's switch, SPARK3_DISPLAY_CARVEOUT_WEIGHTS=1 (the seeds
+  the cgroup rule c 226:* rw; line 85: the carve-out's switch, SPARK_DS41F_DISPLAY_CARVEOUT_WEIGHTS=1 (the seeds
   name no switch of their own);
 - the same file, line 99: OMP_NUM_THREADS=8; line 101: PYTORCH_CUDA_ALLOC_CONF; lines 418-421: the V2 model
   runner, AOT compile and fast safetensors of spark-ds41f's configs.
@@ -40,7 +40,7 @@ def test_every_rank_of_every_shape_gets_its_qualified_launch_details(recipe, sha
         carveout = shape in CARVEOUT
         assert pairs(argv, "--mount") == ([CARD] if carveout else [])
         assert pairs(argv, "--device-cgroup-rule") == (["c 226:* rw"] if carveout else [])
-        assert (spec["env"].get("SPARK3_DISPLAY_CARVEOUT_WEIGHTS") == "1") == carveout
+        assert (spec["env"].get("SPARK_DS41F_DISPLAY_CARVEOUT_WEIGHTS") == "1") == carveout
         assert pairs(argv, "--cpuset-cpus") == (["5-9,15-19"] if shape == "tp4-ring" else [])
         for key, value in CONFIG_ENV.items():
             assert spec["env"][key] == value, (shape, key)
@@ -52,7 +52,7 @@ def test_a_site_cpuset_wins_and_an_empty_table_renders_none(recipe):
     assert ring["cpuset"] == "0-19"
     bare = specs(dict(recipe, serve_shape_launch={}), "tp3-triangle")[0]
     assert not bare["device_binds"] and not bare["device_cgroup_rules"] and not bare["cpuset"]
-    assert "SPARK3_DISPLAY_CARVEOUT_WEIGHTS" not in bare["env"]
+    assert "SPARK_DS41F_DISPLAY_CARVEOUT_WEIGHTS" not in bare["env"]
 
 
 @pytest.mark.parametrize("entry,words", [

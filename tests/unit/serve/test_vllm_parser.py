@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import topology, vllm_check
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import launch, topology, vllm_check
 from ds41f.lab import engine
 
 from .conftest import load_recipe
@@ -39,7 +39,7 @@ def verdicts():
     argvs, labels = [], []
     for shape in topology.SHAPES:
         for spec in specs(recipe, shape):
-            argvs.append(vllm_check.strip_flags(spec["command"], patched))
+            argvs.append(vllm_check.strip_flags(launch.program_args(spec), patched))
             labels.append("%s rank %d" % (shape, spec["rank"]))
     probes = [["serve", "/models", name, "1"] for name in patched]
     probes.append(["serve", "/models", "--no-such-flag"])

@@ -164,6 +164,10 @@ RECIPE_CASES = [
     ("context above the shape", {"serve_max_model_len": 2 ** 21}, "serve_max_model_len"),
     ("negative KV pool", {"serve_kv_cache_bytes": -1}, "serve_kv_cache_bytes"),
     ("link speed 0", {"fabric_link_speed_mbps": 0}, "fabric_link_speed_mbps"),
+    # The image's ENTRYPOINT is vllm serve: arguments that say it again run `vllm serve serve ...` and exit.
+    ("serve_args repeat the entrypoint", {"serve_args": ["serve", "--dtype", "bfloat16"]}, "serve_args[0]"),
+    ("serve_args repeat the entrypoint's program", {"serve_args": ["--dtype", "bfloat16", "vllm"]}, "serve_args[2]"),
+    ("no entrypoint stated", {"serve_image_entrypoint": []}, "serve_image_entrypoint"),
     ("--tensor-parallel-size in serve_args", {"serve_args": ["--dtype", "bfloat16", "--tensor-parallel-size", "2"]},
      "serve_args[2]"),
     ("-tp= in serve_args", {"serve_args": ["-tp=2"]}, "serve_args[0]"),

@@ -32,8 +32,9 @@ def lab_commands(serve_args):
     cluster = topology.build(site)
     shape = cluster.groupvars()["spark_shape"]
     values = host_values(copy.deepcopy(site), lab)
-    return [launch.render(launch.recipe_from_vars(values[n.name]), shape, launch.node_from_vars(values[n.name], n.rank),
-                          {"nodes": 4, "head_address": cluster.head.address})["command"] for n in cluster.nodes]
+    return [launch.program_args(launch.render(
+        launch.recipe_from_vars(values[n.name]), shape, launch.node_from_vars(values[n.name], n.rank),
+        {"nodes": 4, "head_address": cluster.head.address})) for n in cluster.nodes]
 
 
 def test_every_rank_is_parsed_and_an_unknown_flag_is_named(vllm_on_path):
