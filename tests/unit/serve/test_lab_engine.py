@@ -17,12 +17,14 @@ def built():
     return engine.read_manifest()
 
 
+@pytest.mark.lab_engine
 def test_a_second_build_changes_nothing(built, capsys):
     after = engine.build()
     assert {k: v.get("built") for k, v in after.items()} == {k: v.get("built") for k, v in built.items()}
     assert capsys.readouterr().out.count("up to date") == 3
 
 
+@pytest.mark.lab_engine
 def test_running_server_answers_chat_with_thinking_off(built):
     with engine.running_server(PORT) as srv:
         models = json.load(urllib.request.urlopen(srv.url + "/v1/models", timeout=10))
