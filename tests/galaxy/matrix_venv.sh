@@ -33,7 +33,7 @@ if [ "$("$root/.venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_inf
   "$dir/bin/python" -m pip install -q --disable-pip-version-check --no-deps "${pins[@]}"
   "$dir/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e "$root"
   # pytest's console script in the farm points at .venv's python: this venv runs it through its own.
-  printf '#!%s\nimport sys\nimport pytest\nsys.exit(pytest.console_main())\n' "$dir/bin/python" > "$dir/bin/pytest"
+  printf '#!%s\nimport sys\nimport pytest\nsys.exit(pytest.main())\n' "$dir/bin/python" > "$dir/bin/pytest"
   chmod +x "$dir/bin/pytest"
 else
   grep -v '^ansible==\|^ansible-core==' "$root/requirements-dev.txt" > "$dir/requirements.txt"
