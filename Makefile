@@ -35,7 +35,7 @@ $(VENV)/.installed: requirements-dev.txt setup.py | prereqs
 	touch $@
 
 # The lab's inputs (minbase + the lab image lock, vLLM CPU + a tiny model), the 4-node ring, every stage.
-demo: venv
+demo: venv engine-venv
 	ds41f lab image-inputs
 	python -m ds41f.lab.engine build --only site,model
 	ds41f lab up inventories/lab

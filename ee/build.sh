@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ee/build.sh: the execution environment (execution-environment.yml) built and tried, as `make ee` runs it.
 #   1. its base, made here since no registry is reachable: Debian trixie (Python 3.13) by mmdebstrap with python3,
-#      pip and ee/apt-dnf, imported into podman as localhost/ds41f-ee-base:trixie (remade when ee/ changes)
+#      ensurepip (python3-venv: ansible-builder bootstraps pip with it) and ee/apt-dnf, imported into podman as
+#      localhost/ds41f-ee-base:trixie (remade when apt-dnf or the package list changes)
 #   2. the collection's tarball, then ansible-builder build: localhost/ds41f-ee:<version>
 #   3. ansible-navigator run playbooks/validate.yml on inventories/ring4 in that image (validation opens no
 #      connection to a node), and the same play by FQCN from an empty project, which only the image's collection
@@ -19,11 +20,12 @@ image=localhost/ds41f-ee:$version
 step() { echo "== $*"; started=$(date +%s); }
 took() { echo "   $(( $(date +%s) - started )) s"; }
 
-key=$(cat ee/apt-dnf ee/build.sh | sha256sum | cut -c1-16)
+packages=python3,python3-venv,ca-certificates
+key=$( (cat ee/apt-dnf; echo "$packages") | sha256sum | cut -c1-16)
 if [ "$(podman image inspect -f '{{index .Labels "ds41f.ee.base"}}' "$base" 2>/dev/null)" != "$key" ]; then
-  step "base image $base (mmdebstrap trixie: python3, pip, apt-dnf)"
+  step "base image $base (mmdebstrap trixie: python3, ensurepip, apt-dnf)"
   rm -f "$work/base.tar"
-  mmdebstrap --variant=minbase --include=python3,python3-pip,ca-certificates \
+  mmdebstrap --variant=minbase --include="$packages" \
     --customize-hook="upload ee/apt-dnf /usr/local/bin/apt-dnf" \
     --customize-hook='chmod 755 "$1/usr/local/bin/apt-dnf"' \
     --customize-hook='chroot "$1" apt-get clean' --customize-hook='rm -rf "$1"/var/lib/apt/lists/*' \

@@ -33,13 +33,12 @@ mkdir -p "$cache/logs"
 dirs=()
 for pair in "$@"; do dirs+=("$(venv "$pair")"); done  # one at a time: pip downloads
 
-check() {  # check PAIR DIR: the pair's steps in order, each timed; "step seconds rc" lines in its .steps file
-  local name log steps start rc
+check() {  # check PAIR DIR: the pair's steps in order; "step wall-seconds cpu-seconds rc" lines in its .steps file
+  local name log steps rc real user sys TIMEFORMAT="%R %U %S"
   name=$(basename "$2")
   log="$cache/logs/$name.log" steps="$cache/logs/$name.steps"
   : > "$log"; : > "$steps"
   for step in unit sanity user-project; do
-    start=$(date +%s)
     case $step in
       unit) cmd=(pytest -q -p no:cacheprovider -m "not lab_engine" tests/unit) ;;
       sanity) cmd=(env DS41F_SANITY_DIR="${TMPDIR:-/tmp}/ds41f-sanity-$name" tests/galaxy/sanity.sh) ;;
@@ -47,8 +46,11 @@ check() {  # check PAIR DIR: the pair's steps in order, each timed; "step second
     esac
     echo "== $1 $step: ${cmd[*]}" >> "$log"
     rc=0
-    (cd "$root" && PATH="$2/bin:$PATH" "${cmd[@]}") >> "$log" 2>&1 || rc=$?
-    echo "$step $(( $(date +%s) - start )) $rc" >> "$steps"
+    # CPU seconds (the step's processes, user + system) beside the wall time: on a shared machine the wall time
+    # says little, the CPU time what two dedicated cores would need.
+    { time { (cd "$root" && PATH="$2/bin:$PATH" "${cmd[@]}") >> "$log" 2>&1 || rc=$?; }; } 2> "$log.time"
+    read -r real user sys < "$log.time"
+    echo "$step ${real%.*} $(( ${user%.*} + ${sys%.*} )) $rc" >> "$steps"
   done
 }
 
@@ -60,22 +62,26 @@ for i in "${!dirs[@]}"; do
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
 
-failed=0
-echo "== per-version checks ($(( $(date +%s) - start )) s, the pairs at the same time)"
+failed=0 cpu_total=0
+echo "== per-version checks: $(( $(date +%s) - start )) s, the pairs at the same time (step: wall s / CPU s)"
 for i in "${!dirs[@]}"; do
   name=$(basename "${dirs[$i]}")
   line="$(printf '%-22s' "${@:i+1:1}")"
-  while read -r step seconds rc; do
-    line+="  $step $([ "$rc" = 0 ] && echo ok || echo "FAILED($rc)") ${seconds}s"
+  while read -r step seconds cpu rc; do
+    line+="  $step $([ "$rc" = 0 ] && echo ok || echo "FAILED($rc)") ${seconds}/${cpu}"
+    cpu_total=$(( cpu_total + cpu ))
     [ "$rc" = 0 ] || failed=1
   done < "$cache/logs/$name.steps"
   echo "$line"
   grep -h "^[0-9]* passed\|^[0-9]* failed\|passed.*deselected\|failed.*deselected" "$cache/logs/$name.log" | sed 's/^/    /'
 done
+echo "   CPU: $cpu_total s in all, about $(( cpu_total / $(nproc) )) s of wall time on this machine's $(nproc) cores alone"
 if [ "$failed" != 0 ]; then
   for i in "${!dirs[@]}"; do
     name=$(basename "${dirs[$i]}")
-    grep -q " [1-9][0-9]*$" "$cache/logs/$name.steps" && { echo "== $name: last lines of its log"; tail -40 "$cache/logs/$name.log"; }
+    grep -q " [1-9][0-9]*$" "$cache/logs/$name.steps" || continue
+    echo "== $name: what failed (its log: $cache/logs/$name.log)"
+    grep -E "^(FAILED|ERROR) |^FAIL|^ERROR:" "$cache/logs/$name.log" || tail -40 "$cache/logs/$name.log"
   done
   exit 1
 fi
