@@ -102,8 +102,8 @@ core-oldest-lab: venv $(CORE_VENV)/.installed
 	PATH=$(CORE_VENV)/bin:$$PATH timeout --kill-after=60 1200 molecule test -s host-baseline
 
 # The execution environment (execution-environment.yml, docs/install.md): its Debian trixie base by mmdebstrap,
-# ansible-builder, then ansible-navigator runs the validation in it (ee/build.sh). Not in `make test`: it takes
-# about EE_MINUTES minutes from nothing here, most of it pip and apt inside the build.
+# ansible-builder, then ansible-navigator runs the validation in it (ee/build.sh). Not in `make test`: most of its
+# time is pip and apt inside the build (the base alone: 20-40 s here, 185 s under a loaded machine).
 EE_TOOLS := $(CURDIR)/.cache/ee-tools
 $(EE_TOOLS)/.installed: requirements-ee.txt
 	rm -rf $(EE_TOOLS) && $$(tests/galaxy/find_python.sh $(PYTHON)) -m venv $(EE_TOOLS)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ee/build.sh: the execution environment (execution-environment.yml) built and tried, as `make ee` runs it.
 #   1. its base, made here since no registry is reachable: Debian trixie (Python 3.13) by mmdebstrap with python3,
-#      ensurepip (python3-venv: ansible-builder bootstraps pip with it) and ee/apt-dnf, imported into podman as
+#      Debian's pip (execution-environment.yml skips ansible-builder's ensurepip) and ee/apt-dnf, imported as
 #      localhost/ds41f-ee-base:trixie (remade when apt-dnf or the package list changes)
 #   2. the collection's tarball, then ansible-builder build: localhost/ds41f-ee:<version>
 #   3. ansible-navigator run playbooks/validate.yml on inventories/ring4 in that image (validation opens no
@@ -20,14 +20,20 @@ image=localhost/ds41f-ee:$version
 step() { echo "== $*"; started=$(date +%s); }
 took() { echo "   $(( $(date +%s) - started )) s"; }
 
-packages=python3,python3-venv,ca-certificates
-key=$( (cat ee/apt-dnf; echo "$packages") | sha256sum | cut -c1-16)
+packages=python3,python3-pip,ca-certificates
+# The build's pip reaches PyPI as this machine's pip does: with the machine's certificate bundle (a TLS proxy's CA
+# may be in it) and its /etc/pip.conf.
+certs=/etc/ssl/certs/ca-certificates.crt
+key=$( (cat ee/apt-dnf "$certs" /etc/pip.conf 2>/dev/null; echo "$packages") | sha256sum | cut -c1-16)
 if [ "$(podman image inspect -f '{{index .Labels "ds41f.ee.base"}}' "$base" 2>/dev/null)" != "$key" ]; then
-  step "base image $base (mmdebstrap trixie: python3, ensurepip, apt-dnf)"
+  step "base image $base (mmdebstrap trixie: python3, pip, apt-dnf)"
   rm -f "$work/base.tar"
   mmdebstrap --variant=minbase --include="$packages" \
     --customize-hook="upload ee/apt-dnf /usr/local/bin/apt-dnf" \
     --customize-hook='chmod 755 "$1/usr/local/bin/apt-dnf"' \
+    --customize-hook="upload $certs /usr/local/share/ds41f-ca-certificates.crt" \
+    --customize-hook='cat "$1/usr/local/share/ds41f-ca-certificates.crt" >> "$1/etc/ssl/certs/ca-certificates.crt"' \
+    $([ -f /etc/pip.conf ] && echo --customize-hook="upload /etc/pip.conf /etc/pip.conf") \
     --customize-hook='chroot "$1" apt-get clean' --customize-hook='rm -rf "$1"/var/lib/apt/lists/*' \
     --format=tar trixie "$work/base.tar" 2> "$work/mmdebstrap.log" || { tail -20 "$work/mmdebstrap.log"; exit 1; }
   podman rmi -f "$base" >/dev/null 2>&1 || true
