@@ -28,12 +28,14 @@ key=$( (cat ee/apt-dnf "$certs" /etc/pip.conf 2>/dev/null; echo "$packages") | s
 if [ "$(podman image inspect -f '{{index .Labels "ds41f.ee.base"}}' "$base" 2>/dev/null)" != "$key" ]; then
   step "base image $base (mmdebstrap trixie: python3, pip, apt-dnf)"
   rm -f "$work/base.tar"
+  pipconf=()
+  [ -f /etc/pip.conf ] && pipconf=(--customize-hook="upload /etc/pip.conf /etc/pip.conf")
   mmdebstrap --variant=minbase --include="$packages" \
     --customize-hook="upload ee/apt-dnf /usr/local/bin/apt-dnf" \
     --customize-hook='chmod 755 "$1/usr/local/bin/apt-dnf"' \
     --customize-hook="upload $certs /usr/local/share/ds41f-ca-certificates.crt" \
     --customize-hook='cat "$1/usr/local/share/ds41f-ca-certificates.crt" >> "$1/etc/ssl/certs/ca-certificates.crt"' \
-    $([ -f /etc/pip.conf ] && echo --customize-hook="upload /etc/pip.conf /etc/pip.conf") \
+    "${pipconf[@]}" \
     --customize-hook='chroot "$1" apt-get clean' --customize-hook='rm -rf "$1"/var/lib/apt/lists/*' \
     --format=tar trixie "$work/base.tar" 2> "$work/mmdebstrap.log" || { tail -20 "$work/mmdebstrap.log"; exit 1; }
   podman rmi -f "$base" >/dev/null 2>&1 || true
