@@ -58,6 +58,14 @@ count() { grep -o '[0-9]* recipe variables checked against [0-9]* roles' "$1" | 
 nav=(--eei "$image" --mode stdout --pull-policy never --container-engine podman --playbook-artifact-enable false
      --log-file "$work/navigator.log")
 
+# ansible-navigator refuses podman without /dev/mqueue (POSIX message queues); making it changes the host, so
+# this script does not: the image is built, the runs below wait for it.
+if [ ! -d /dev/mqueue ]; then
+  echo "ansible-navigator needs /dev/mqueue with podman. Fix (as root, once): mkdir /dev/mqueue && mount -t mqueue" \
+    "none /dev/mqueue; then make ee again (the image is kept: $image)" >&2
+  exit 1
+fi
+
 step "ansible-navigator run playbooks/validate.yml -i inventories/ring4 (the checkout, in $image)"
 ansible-navigator run playbooks/validate.yml -i inventories/ring4 "${nav[@]}" > "$work/checkout.log" 2>&1 \
   || { tail -40 "$work/checkout.log"; exit 1; }
