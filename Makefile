@@ -1,13 +1,25 @@
 # make demo: the full site run against the local lab.  make test: everything CI checks.
 SHELL := /bin/bash
+comma := ,
 VENV ?= .venv
 BIN := $(CURDIR)/$(VENV)/bin
+# .venv's Python: the newest pair CI runs (with requirements-dev.txt's ansible-core 2.21). Pythons are found on this
+# machine (PATH, then pyenv's versions) by tests/galaxy/find_python.sh.
+PYTHON ?= 3.12
+# The per-version checks (make matrix): PYTHON:ANSIBLE-CORE:ANSIBLE (the community package of that core, which
+# brings the collections Galaxy would). The first is also the lab engine's venv (ENGINE_PAIR).
+MATRIX ?= 3.11:2.19.14:12.3.0 3.12:2.20.10:13.8.0 3.13:2.21.5:14.5.0
+# The lab engine keeps Python 3.11 (its torch 2.13.0+cpu wheel is cp311, and so is bookworm's python3 in the lab
+# nodes): a venv of its own, with the test tooling, so the tests that import its site run there (engine_python).
+ENGINE_PAIR ?= 3.11:2.19.14:12.3.0
+ENGINE_VENV := $(CURDIR)/.cache/matrix/py$(word 1,$(subst :, ,$(ENGINE_PAIR)))-core$(basename $(word 2,$(subst :, ,$(ENGINE_PAIR))))
+export DS41F_ENGINE_PYTHON := $(ENGINE_VENV)/bin/python
 export PATH := $(BIN):$(PATH)
 export CONTAINERS_CONF := $(CURDIR)/ds41f/lab/containers.conf
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: demo test prereqs venv lint unit molecule sanity galaxy core-oldest core-oldest-lab host-before host-after clean-lab engine sglang-parser
+.PHONY: demo test prereqs venv engine-venv lint unit molecule sanity galaxy matrix ee core-oldest core-oldest-lab host-before host-after clean-lab engine sglang-parser
 
 # The Debian packages the lab and .venv need: installed when missing (as root), else the one apt command to run.
 prereqs:
@@ -15,13 +27,15 @@ prereqs:
 
 venv: prereqs $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt setup.py | prereqs
-	python3 -m venv $(VENV)
+	@$(BIN)/python -c 'import sys; sys.exit(sys.version_info[:2] != ($(subst .,$(comma) ,$(PYTHON))))' 2>/dev/null \
+	  || { [ ! -d $(VENV) ] || echo "$(VENV) is not Python $(PYTHON): making it anew"; rm -rf $(VENV); }
+	$$(tests/galaxy/find_python.sh $(PYTHON)) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -r requirements-dev.txt
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
 # The lab's inputs (minbase + the lab image lock, vLLM CPU + a tiny model), the 4-node ring, every stage.
-demo: venv
+demo: venv engine-venv
 	ds41f lab image-inputs
 	python -m ds41f.lab.engine build --only site,model
 	ds41f lab up inventories/lab
@@ -32,26 +46,40 @@ lint: venv
 	ansible-lint
 
 # The lab engine (real vLLM CPU, a tiny model, the lab engine image) under .lab/shared/engine; a no-op once built.
-engine: venv
+engine: venv engine-venv
 	python -m ds41f.lab.engine build
 
+# The lab engine's own Python 3.11 venv (DS41F_ENGINE_PYTHON): builds its site, runs its server and the tests that
+# import its site. It is also the matrix's 3.11 pair, made once and cached under .cache/matrix/.
+engine-venv:
+	@tests/galaxy/matrix.sh --venv $(ENGINE_PAIR) >/dev/null
+
 # SGLang's argument parser for tests/unit/serve/test_sglang_parser.py: sglang and what its import needs beyond
-# the lab engine's site (torch CPU, numpy, msgspec, ...), without dependencies; a no-op once installed.
+# the lab engine's site (torch CPU, numpy, msgspec, ...), without dependencies, for the engine's Python; a no-op
+# once installed.
 SGLANG_PARSER := .lab/shared/sglang-parser
 sglang-parser: engine $(SGLANG_PARSER)/.installed
 $(SGLANG_PARSER)/.installed:
-	rm -rf $(SGLANG_PARSER) && $(BIN)/python -m pip install -q --no-deps --target $(SGLANG_PARSER) \
+	rm -rf $(SGLANG_PARSER) && $(DS41F_ENGINE_PYTHON) -m pip install -q --no-deps --target $(SGLANG_PARSER) \
 	  sglang==0.5.23 triton==3.9.0 orjson==3.13.0 ipython==9.18.1 traitlets==5.16.1
 	touch $@
 
-unit: venv
-	pytest -q tests/unit
+# .venv runs every test but those that import the lab engine's cp311 site (engine_python): the engine's venv runs
+# those.
+unit: venv engine-venv
+	pytest -q -m "not engine_python" tests/unit
+	$(ENGINE_VENV)/bin/pytest -q -m engine_python tests/unit
+
+# The per-version checks on every pair of MATRIX, side by side, without containers: the unit tests (lab_engine ones
+# left out), sanity, the tarball in a user project (tests/galaxy/matrix.sh; logs in .cache/matrix/logs/).
+matrix: venv
+	tests/galaxy/matrix.sh $(MATRIX)
 
 # Each scenario has 20 minutes: a hung one fails CI with its name instead of using up its deadline.
 molecule: venv
 	@set -e; for s in $(SCENARIOS); do echo "== molecule test -s $$s"; timeout --kill-after=60 1200 molecule test -s $$s; done
 
-# ansible-test sanity against the built tarball; tests/sanity/ignore-2.19.txt gives each entry's reason.
+# ansible-test sanity against the built tarball; tests/sanity/ignore-<core>.txt gives each entry's reason.
 sanity: venv
 	tests/galaxy/sanity.sh
 
@@ -59,19 +87,30 @@ sanity: venv
 galaxy: venv
 	tests/galaxy/user_project.sh
 
-# Another ansible-core beside .venv's (default: the oldest meta/runtime.yml allows): the unit tests and the tarball
-# in a user project; core-oldest-lab adds the host-baseline scenario. Not in `test` while the claim is .venv's own
-# 2.19.14 (meta/runtime.yml says why); `make core-oldest CORE_OLDEST=2.19.1` is how an older claim is tried.
+# Another ansible-core beside .venv's (default: the oldest meta/runtime.yml allows), on .venv's Python: the unit
+# tests and the tarball in a user project; core-oldest-lab adds the host-baseline scenario. `make core-oldest
+# CORE_OLDEST=2.19.1` is how an older claim is tried (meta/runtime.yml says why 2.19.14 is the floor).
 CORE_OLDEST ?= $(shell sed -n 's/^requires_ansible: ">=\([0-9.]*\).*/\1/p' meta/runtime.yml)
 CORE_VENV := $(CURDIR)/.cache/core-$(CORE_OLDEST)
 $(CORE_VENV)/.installed: $(VENV)/.installed meta/runtime.yml
-	tests/galaxy/core_venv.sh $(CORE_OLDEST) $(CORE_VENV)
+	tests/galaxy/matrix_venv.sh $(CORE_VENV) $(PYTHON) $(CORE_OLDEST)
 	touch $@
 core-oldest: venv $(CORE_VENV)/.installed
-	PATH=$(CORE_VENV)/bin:$$PATH pytest -q tests/unit
+	PATH=$(CORE_VENV)/bin:$$PATH pytest -q -m "not engine_python" tests/unit
 	PATH=$(CORE_VENV)/bin:$$PATH tests/galaxy/user_project.sh
 core-oldest-lab: venv $(CORE_VENV)/.installed
 	PATH=$(CORE_VENV)/bin:$$PATH timeout --kill-after=60 1200 molecule test -s host-baseline
+
+# The execution environment (execution-environment.yml, docs/install.md): its Debian trixie base by mmdebstrap,
+# ansible-builder, then ansible-navigator runs the validation in it (ee/build.sh). Not in `make test`: most of its
+# time is pip and apt inside the build (the base alone: 20-40 s here, 185 s under a loaded machine).
+EE_TOOLS := $(CURDIR)/.cache/ee-tools
+$(EE_TOOLS)/.installed: requirements-ee.txt
+	rm -rf $(EE_TOOLS) && $$(tests/galaxy/find_python.sh $(PYTHON)) -m venv $(EE_TOOLS)
+	$(EE_TOOLS)/bin/python -m pip install -q -r requirements-ee.txt
+	touch $@
+ee: venv $(EE_TOOLS)/.installed
+	PATH=$(EE_TOOLS)/bin:$$PATH flock /tmp/ds41f-lab.lock ee/build.sh
 
 host-before:
 	@mkdir -p .ansible && tests/host_state.sh > .ansible/host-before.txt
@@ -80,7 +119,7 @@ host-after:
 	@tests/host_state.sh > .ansible/host-after.txt
 	@diff -u .ansible/host-before.txt .ansible/host-after.txt && echo "host state unchanged"
 
-test: venv host-before lint engine sglang-parser unit molecule sanity galaxy host-after
+test: venv host-before lint engine sglang-parser unit molecule sanity galaxy matrix host-after
 
 clean-lab:
 	-for lab in $$(ds41f lab status | awk '/^lab /{print $$2}' | tr -d :); do ds41f lab down $$lab; done

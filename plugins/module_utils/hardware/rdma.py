@@ -47,10 +47,13 @@ def gid_table(host, hca, port=1):
             continue
         kind = host.read("%s/gid_attrs/types/%s" % (base, name))
         ndev = host.read("%s/gid_attrs/ndevs/%s" % (base, name))
+        mapped = str(gid.ipv4_mapped) if gid.ipv4_mapped else None
         table.append({
             "index": int(name),
-            "gid": gid.compressed,
-            "ipv4": str(gid.ipv4_mapped) if gid.ipv4_mapped else None,
+            # An IPv4-mapped GID in RFC 5952's dotted form, as Python 3.13 and later print it: the same text whatever
+            # the node's Python (3.12 prints ::ffff:c800:d106).
+            "gid": "::ffff:" + mapped if mapped else gid.compressed,
+            "ipv4": mapped,
             "type": kind.strip() if kind else None,
             "ndev": ndev.strip() if ndev else None,
         })

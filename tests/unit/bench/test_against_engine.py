@@ -15,6 +15,8 @@ from ds41f import cli
 from ds41f.bench import client, counters, report, runner
 from ds41f.lab import engine
 
+pytestmark = pytest.mark.lab_engine
+
 PORT = 18731  # this module's own loopback port
 
 

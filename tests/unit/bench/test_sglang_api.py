@@ -11,6 +11,8 @@ import pytest
 from ds41f.bench import kl_gate, prefix_scan, runner
 from ds41f.lab import engine
 
+pytestmark = pytest.mark.lab_engine
+
 PROTOCOL = engine.paths.LAB_STATE / "shared" / "sglang-parser" / "sglang" / "srt" / "entrypoints" / "openai" / \
     "protocol.py"
 CHAT_STREAM = {"stream", "stream_options"}  # client.chat_stream adds them

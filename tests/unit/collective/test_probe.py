@@ -52,6 +52,8 @@ def run_group(site, world, start=None, timeout_s=20, per_rank=None, ifname="lo")
     return out
 
 
+@pytest.mark.lab_engine
+@pytest.mark.engine_python
 def test_a_group_forms_and_both_collectives_are_bit_exact(site):
     results = run_group(site, 3)
     for rc, result, stderr in results.values():
@@ -62,12 +64,16 @@ def test_a_group_forms_and_both_collectives_are_bit_exact(site):
     assert collective.verdict([r[1] for r in results.values()])["ok"]
 
 
+@pytest.mark.lab_engine
+@pytest.mark.engine_python
 def test_a_rank_of_another_release_is_named_by_every_rank(site):
     results = run_group(site, 2, per_rank={1: {"release": "r2", "image_id": "sha256:bb"}})
     for rc, result, _ in results.values():
         assert rc == 1 and result["cause"] == "rank 1 (n1) runs release r2, but rank 0 (n0) runs r1"
 
 
+@pytest.mark.lab_engine
+@pytest.mark.engine_python
 def test_a_rank_that_never_joins_is_named_after_the_timeout(site):
     results = run_group(site, 3, start=[0, 1], timeout_s=6)
     for rc, result, _ in results.values():
@@ -75,6 +81,8 @@ def test_a_rank_that_never_joins_is_named_after_the_timeout(site):
             int(result["rendezvous"].split(":")[1].split()[0]))
 
 
+@pytest.mark.lab_engine
+@pytest.mark.engine_python
 def test_a_worker_whose_socket_interface_is_missing_is_named_at_once(site):
     results = run_group(site, 2, timeout_s=60, per_rank={1: {"ifname": "nosuch0"}})
     for rc, result, _ in results.values():
@@ -82,6 +90,8 @@ def test_a_worker_whose_socket_interface_is_missing_is_named_at_once(site):
         assert result.get("join_s", 0) < 30  # told through the store, not found out at the deadline
 
 
+@pytest.mark.lab_engine
+@pytest.mark.engine_python
 def test_a_worker_without_a_rendezvous_says_it_cannot_reach_it(site):
     results = run_group(site, 2, start=[1], timeout_s=5)
     rc, result, _ = results[1]
@@ -89,6 +99,8 @@ def test_a_worker_without_a_rendezvous_says_it_cannot_reach_it(site):
     assert "connection refused" in result["cause"]
 
 
+@pytest.mark.lab_engine
+@pytest.mark.engine_python
 def test_a_wrong_value_is_found_with_its_index(site):
     code = ("import torch, json\n"
             "from ansible_collections.dgxspark.ds41f.plugins.module_utils import collective_probe as p\n"

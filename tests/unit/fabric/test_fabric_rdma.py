@@ -21,7 +21,7 @@ def test_the_gid_table_lists_populated_slots_with_type_and_mapped_ipv4():
     assert [(e["index"], e["type"]) for e in table] == [(0, "IB/RoCE v1"), (1, "RoCE v2"), (2, "IB/RoCE v1"),
                                                          (3, "RoCE v2")]  # slot 4 is all zeros: unused
     assert table[0]["gid"] == "fe80::ac0:ebff:feda:1cfb" and table[0]["ipv4"] is None
-    assert table[3]["gid"] == "::ffff:c800:d106" and table[3]["ipv4"] == "200.0.209.6"
+    assert table[3]["gid"] == "::ffff:200.0.209.6" and table[3]["ipv4"] == "200.0.209.6"  # on every Python
     assert table[3]["ndev"] == "enp1s0f0np0"
 
 

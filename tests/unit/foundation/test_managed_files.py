@@ -117,3 +117,26 @@ def test_the_action_refuses_an_unknown_folder_setting():
     assert file_problems([{"path": "/etc/ds41f", "content": "x"}], False, "directories", DIRECTORY_KEYS,
                          "folder") == ("directories[0].content: is not a folder setting. Fix: use path, mode, owner, "
                                        "group.")
+
+
+def test_a_template_gets_ansible_templates_header_unless_the_play_sets_ansible_managed(tmp_path):
+    """Rendered on the controller by the action plugin, written on localhost: the header comes from no
+    ansible-core setting (DEFAULT_MANAGED_STR goes in 2.23), and a play's own ansible_managed wins."""
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "unit.conf.j2").write_text("# {{ ansible_managed }}\nvalue={{ value }}\n")
+    out = tmp_path / "out"
+    play = [{"hosts": "localhost", "gather_facts": False, "connection": "local", "tasks": [
+        {"name": "Default header", "dgxspark.ds41f.managed_files": {"files": [
+            {"path": str(out / "default.conf"), "template": "unit.conf.j2", "vars": {"value": 1}}],
+            "directories": [{"path": str(out)}]}},
+        {"name": "The play's header", "vars": {"ansible_managed": "site header"}, "dgxspark.ds41f.managed_files": {
+            "files": [{"path": str(out / "own.conf"), "template": "unit.conf.j2", "vars": {"value": 2}}]}}]}]
+    (tmp_path / "play.yml").write_text(json.dumps(play))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+               ANSIBLE_DEPRECATION_WARNINGS="true", ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
+                           str(tmp_path / "play.yml")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (out / "default.conf").read_text() == "# Ansible managed\nvalue=1\n"
+    assert (out / "own.conf").read_text() == "# site header\nvalue=2\n"
+    assert "DEFAULT_MANAGED_STR" not in done.stdout + done.stderr

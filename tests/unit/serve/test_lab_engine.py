@@ -19,12 +19,14 @@ def built():
     return engine.read_manifest()
 
 
+@pytest.mark.lab_engine
 def test_a_second_build_changes_nothing(built, capsys):
     after = engine.build()
     assert {k: v.get("built") for k, v in after.items()} == {k: v.get("built") for k, v in built.items()}
     assert capsys.readouterr().out.count("up to date") == 3
 
 
+@pytest.mark.lab_engine
 def test_the_images_run_vllm_serve_and_vllm_is_the_lab_shim(built):
     """The built archive's images have the vLLM OpenAI image's ENTRYPOINT, and `vllm` on their PATH is lab-rank."""
     with tarfile.open(engine.IMAGE_ARCHIVE) as archive:
@@ -44,6 +46,7 @@ def test_the_images_run_vllm_serve_and_vllm_is_the_lab_shim(built):
     assert refused.returncode == 2 and "--max-num-seqs: invalid int value: 'many'" in refused.stderr
 
 
+@pytest.mark.lab_engine
 def test_running_server_answers_chat_with_thinking_off(built):
     with engine.running_server(PORT) as srv:
         models = json.load(urllib.request.urlopen(srv.url + "/v1/models", timeout=10))
@@ -83,3 +86,20 @@ def test_a_lab_group_lowers_only_the_group_size_and_refuses_a_size_below_two(mon
         monkeypatch.setenv("DS41F_LAB_GROUP", bad)
         with pytest.raises(ValueError, match="DS41F_LAB_GROUP"):
             lab_rank.lab_group()
+
+
+def test_the_engine_runs_on_its_own_python_whatever_the_controllers(monkeypatch, tmp_path):
+    monkeypatch.setenv("DS41F_ENGINE_PYTHON", "/opt/engine/bin/python")
+    assert engine.python() == "/opt/engine/bin/python"
+    assert engine.serve_argv(8000)[0] == "/opt/engine/bin/python"
+    monkeypatch.delenv("DS41F_ENGINE_PYTHON")
+    monkeypatch.setattr(engine.sys, "version_info", (3, 13, 0))
+    (tmp_path / "python3.11").write_text("#!/bin/sh\n")
+    (tmp_path / "python3.11").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert engine.python() == str(tmp_path / "python3.11")  # never the controller's 3.13
+    monkeypatch.setenv("PATH", str(tmp_path / "none"))
+    with pytest.raises(SystemExit, match="no Python 3.11 for the lab engine.*DS41F_ENGINE_PYTHON"):
+        engine.python()
+    monkeypatch.setattr(engine.sys, "version_info", (3, 11, 7))
+    assert engine.python() == engine.sys.executable

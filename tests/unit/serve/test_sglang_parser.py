@@ -20,6 +20,8 @@ from ds41f.lab import engine
 from .conftest import ROOT, cluster
 from .sglang_recipe import render_all, sglang_values
 
+pytestmark = [pytest.mark.lab_engine, pytest.mark.engine_python]
+
 PARSER = ROOT / ".lab" / "shared" / "sglang-parser"
 SHAPES = ("tp4-ring", "tp4-switched", "tp3-triangle")
 

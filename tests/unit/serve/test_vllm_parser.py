@@ -18,6 +18,8 @@ from ds41f.lab import engine
 from .conftest import load_recipe
 from .test_launch import specs
 
+pytestmark = [pytest.mark.lab_engine, pytest.mark.engine_python]
+
 
 def parse_all(argvs):
     """vLLM's verdict on each argument list, through the engine's lab-rank --check (one import of vLLM)."""

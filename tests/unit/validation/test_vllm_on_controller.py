@@ -37,6 +37,8 @@ def lab_commands(serve_args):
         {"nodes": 4, "head_address": cluster.head.address})) for n in cluster.nodes]
 
 
+@pytest.mark.lab_engine
+@pytest.mark.engine_python
 def test_every_rank_is_parsed_and_an_unknown_flag_is_named(vllm_on_path):
     assert vllm_check.available()
     good = lab_commands(["--dtype", "bfloat16", "--enforce-eager"])
@@ -48,6 +50,8 @@ def test_every_rank_is_parsed_and_an_unknown_flag_is_named(vllm_on_path):
     assert verdicts[5] is None  # a flag the release declares patched-only is taken out first
 
 
+@pytest.mark.lab_engine
+@pytest.mark.engine_python
 def test_the_validation_names_the_flag_vllm_refuses_once_for_every_rank(vllm_on_path):
     lab = yaml.safe_load((ROOT / "inventories" / "lab" / "group_vars" / "spark_cluster.yml").read_text())
     lab["serve_args"] = ["--dtype", "bfloat16", "--no-such-flag"]
