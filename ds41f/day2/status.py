@@ -3,7 +3,11 @@ and the head's API, from playbooks/day2/status.yml's readings; exit 1 when any o
 
 from __future__ import annotations
 
+from ds41f import paths
 from ds41f.day2 import common
+
+paths.import_collection()
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift  # noqa: E402  (the doctor's own words)
 
 
 def gib(value):
@@ -118,7 +122,10 @@ def report(readings, failed=()):
                 problems.append(problem)
     for node, task, msg in failed:
         lines.append("%-6s not read: %s: %s" % (node, task, msg))
-        problems.append("%s: not read (%s)" % (node, msg))
+        if drift.is_silent(msg):  # connected, then nothing: a frozen node, with the doctor's fix
+            problems.append("%s: connected, no reply (%s). Fix: %s" % (node, msg, drift.SILENT_FIX))
+        else:
+            problems.append("%s: not read (%s)" % (node, msg))
     return lines, problems
 
 

@@ -50,6 +50,7 @@ import json
 import os
 import time
 
+from ansible import constants as C
 from ansible.playbook.handler import Handler
 from ansible.plugins.callback import CallbackBase
 
@@ -151,7 +152,8 @@ class CallbackModule(CallbackBase):
             self._not_checked(result._host.get_name(), result._task, result._result, skipped=True)
 
     def v2_runner_on_unreachable(self, result):
-        self.rows.append(drift.unreachable_row(result._host.get_name(), result._task.get_name(), result._result))
+        node = result._host.get_name()
+        self.rows.append(drift.unreachable_row(node, result._task.get_name(), result._result, self._budget()))
         self._display.display("  UNREACHABLE %s: %s" % (result._host.get_name(), result._result.get("msg")),
                               color="red")
 
@@ -170,7 +172,20 @@ class CallbackModule(CallbackBase):
         # callbacks get no 'failed' key
         self._collect_one(node, stage, name, dict(result._result, failed=True) if failed else result._result, failed)
 
+    def _budget(self):
+        """Seconds of silence after which ssh gives a node up, from the ssh connection's own settings."""
+        try:
+            return drift.keepalive_budget(
+                C.config.get_config_value("ssh_args", plugin_type="connection", plugin_name="ssh"),
+                C.config.get_config_value("timeout", plugin_type="connection", plugin_name="ssh"))
+        except Exception:  # a setting this ansible-core does not know: the row says "the budget of"
+            return None
+
     def _collect_one(self, node, stage, name, res, failed):
+        if failed and res.get("timedout"):  # ran past its time limit: the node is silent, later tasks echo it
+            self.rows.append(drift.timed_out_row(node, name, res))
+            self.first_cause.setdefault((node, stage), "after the node stopped answering")
+            return
         self.skipped.extend(drift.not_checked(node, name, res))
         if res.get("checked") and isinstance(res["checked"], dict):  # doctor_checks: what the live checks read
             self.checked = res["checked"]

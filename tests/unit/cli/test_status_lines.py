@@ -77,3 +77,14 @@ def test_a_node_that_could_not_be_read_is_a_problem():
     lines, problems = status.report([("dgx1", HEAD)], failed=[("dgx2", "Read the node", "unreachable")])
     assert lines[-1] == "dgx2   not read: Read the node: unreachable"
     assert problems == ["dgx2: not read (unreachable)"]
+
+
+def test_a_frozen_node_is_a_problem_with_the_console_then_power_cycle_fix_and_the_others_still_read():
+    # What ssh says of a paused lab node (podman pause): its keepalives went unanswered, or its banner never came.
+    for seen in ("Failed to connect to the host via ssh: Timeout, server 172.30.120.13 not responding.",
+                 "Failed to connect to the host via ssh: Connection timed out during banner exchange"):
+        lines, problems = status.report([("dgx1", HEAD)], [("dgx3", "Status readings", seen)])
+        assert problems[0].startswith("dgx3: connected, no reply (") and "console or BMC" in problems[0]
+        assert "power-cycle" in problems[0] and lines[0].startswith("dgx1   rank 0")
+    _, problems = status.report([], [("dgx3", "Status readings", "ssh: connect to host x port 22: Connection refused")])
+    assert problems == ["dgx3: not read (ssh: connect to host x port 22: Connection refused)"]
