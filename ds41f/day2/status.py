@@ -9,6 +9,9 @@ from ds41f.day2 import common
 paths.import_collection()
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift  # noqa: E402  (the doctor's own words)
 
+STALL_FIX = ("a hung collective or kernel; only a stop and start of every rank recovers it: ds41f run serve -e "
+             "'{\"serve_replace\": true}' (docker logs on each rank first)")
+
 
 def gib(value):
     """3.0 -> '3', 2.5 -> '2.5'; what is not a number as it is."""
@@ -102,8 +105,13 @@ def node_line(node, reading):
 
 def api_line(reading):
     api = reading.get("api") or {}
+    progress = api.get("progress") or {}
+    if api.get("ready") and progress and not progress.get("ok"):  # answers /v1/models, but no token comes
+        return "head API %s answering, engine %s: %s" % (api.get("url"), progress.get("state"), progress.get(
+            "seen")), "head engine %s: %s. Fix: %s" % (progress.get("state"), progress.get("seen"), STALL_FIX)
     if api.get("ready"):
-        return "head API %s answering: %s" % (api.get("url"), ", ".join(api.get("models") or [])), None
+        return "head API %s answering: %s%s" % (api.get("url"), ", ".join(api.get("models") or []), (
+            " (%s)" % progress["seen"]) if progress else ""), None
     msg = api.get("msg") or "no answer"
     return "head API %s not answering: %s" % (api.get("url"), msg), "head API: %s" % msg
 

@@ -224,6 +224,12 @@ def api_findings(node, api, served_names, container_name):
     if not api["health"]["ok"]:
         out.append(finding(node, "serve", "API %s/health" % api["url"], "200 OK", api["health"]["error"] or "no answer",
                            fix))
+    progress = api.get("progress")
+    if progress and not progress.get("ok"):  # /health answers, no token comes: a hung collective or kernel
+        out.append(finding(node, "serve", "engine progress (%s)" % api["url"],
+                           "a first token in time, or prompt or generated tokens moving", progress.get("seen"),
+                           "the group is stalled (a hung collective or kernel; only a stop and start of every rank "
+                           "recovers it): %s" % group_fix(container_name)))
     missing = [m for m in served_names if m not in api.get("models") or []]
     if api.get("models_error") or missing:
         out.append(finding(node, "serve", "API %s/v1/models" % api["url"], "lists %s" % ", ".join(served_names),

@@ -100,6 +100,7 @@ def _payload():  # pragma: no cover
         args,
         converge,
         docker_daemon,
+        engine_progress,
         engine_state,
         fabric_check,
         fragmentation,

@@ -88,3 +88,17 @@ def test_a_frozen_node_is_a_problem_with_the_console_then_power_cycle_fix_and_th
         assert "power-cycle" in problems[0] and lines[0].startswith("dgx1   rank 0")
     _, problems = status.report([], [("dgx3", "Status readings", "ssh: connect to host x port 22: Connection refused")])
     assert problems == ["dgx3: not read (ssh: connect to host x port 22: Connection refused)"]
+
+
+def test_a_hung_engine_whose_api_still_answers_is_a_problem_not_all_well():
+    head = copy.deepcopy(HEAD)
+    head["api"]["progress"] = {"state": "stalled", "ok": False,
+                               "seen": "2 request(s) running, no prompt or generated token in 20 s"}
+    lines, problems = status.report([("dgx1", head)])
+    assert lines[1] == ("head API http://172.30.120.11:8000 answering, engine stalled: 2 request(s) running, no "
+                        "prompt or generated token in 20 s")
+    assert problems == ["head engine stalled: 2 request(s) running, no prompt or generated token in 20 s. Fix: "
+                        + status.STALL_FIX]
+    head["api"]["progress"] = {"state": "answering", "ok": True, "seen": "first token in 0.3 s"}
+    lines, problems = status.report([("dgx1", head)])
+    assert problems == [] and lines[1].endswith("deepseek-v4.1-flash (first token in 0.3 s)")

@@ -292,3 +292,17 @@ def test_without_matplotlib_the_doctor_still_writes_its_svg_and_says_the_png_is_
     assert written == [str(tmp_path / "topology.svg")] and "dgx1" in (tmp_path / "topology.svg").read_text()
     assert not (tmp_path / "topology.png").exists()
     assert warned and "topology.png not drawn" in warned[0] and "pip install matplotlib" in warned[0]
+
+
+def test_a_hung_group_whose_api_answers_is_one_progress_row_with_the_group_restart_fix():
+    """The answering reading (recorded) with the progress probe's verdict on a stopped VLLM::Worker."""
+    hosts = {"dgx1": rank()}
+    hosts["dgx1"]["live"]["api"] = dict(api_reading("answering.json"), progress={
+        "state": "stalled", "ok": False, "seen": "1 request(s) running, no prompt or generated token in 20 s"})
+    findings, _ = live_checks.serving_group(hosts, "dgx1", "", ["deepseek-v4.1-flash"])
+    assert [(f["node"], f["setting"], f["found"]) for f in findings] == [
+        ("dgx1", "engine progress (http://127.0.0.1:8000)",
+         "1 request(s) running, no prompt or generated token in 20 s")]
+    assert "serve_replace" in findings[0]["fix"] and findings[0]["severity"] == "error"
+    hosts["dgx1"]["live"]["api"]["progress"] = {"state": "moving", "ok": True, "seen": "a prefill"}
+    assert live_checks.serving_group(hosts, "dgx1", "", ["deepseek-v4.1-flash"]) == ([], [])
