@@ -116,6 +116,19 @@ def api_line(reading):
     return "head API %s not answering: %s" % (api.get("url"), msg), "head API: %s" % msg
 
 
+def watchdog(reading):
+    """(text or None, problem or None) of the head's serving watchdog state."""
+    state = reading.get("watchdog")
+    if not state:
+        return None, None
+    text = "watchdog: breaker %s, %s restart(s)" % (state.get("breaker", "closed"), state.get("restarts", 0))
+    if state.get("breaker") == "open":
+        return text, "serving watchdog left the group down: %s" % state.get("reason")
+    if state.get("last_restart") and state.get("last_restart_ok") is False:
+        return text, "serving watchdog's restart failed: %s" % state.get("last_restart_result")
+    return text, None
+
+
 def report(readings, failed=()):
     """(lines, problems) for [(node, reading)] in rank order and [(node, task, message)] of nodes that failed."""
     lines, problems = [], []
@@ -124,10 +137,9 @@ def report(readings, failed=()):
         lines.append(line)
         problems += ["%s: %s" % (node, p) for p in found]
         if reading.get("head"):
-            line, problem = api_line(reading)
-            lines.append(line)
-            if problem:
-                problems.append(problem)
+            for line, problem in (api_line(reading), watchdog(reading)):
+                lines += [line] if line else []
+                problems += [problem] if problem else []
     for node, task, msg in failed:
         lines.append("%-6s not read: %s: %s" % (node, task, msg))
         if drift.is_silent(msg):  # connected, then nothing: a frozen node, with the doctor's fix

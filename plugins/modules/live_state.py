@@ -65,6 +65,9 @@ options:
     description: Seconds the progress probe waits for its first token.
     type: float
     default: 20
+  watchdog_state_file:
+    description: The serving watchdog's state file (the head), returned as C(watchdog); omit to read none.
+    type: path
 extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
   - ds41f maintainers (!UNKNOWN)
@@ -259,6 +262,14 @@ def redacted_file(values, keep_env):
                                                                        keep_env))
 
 
+def watchdog_state(path):
+    """The serving watchdog's state file, or None when it has written none (switched off, or not yet)."""
+    try:
+        return json.loads(read(path) or "null")
+    except ValueError:
+        return {"breaker": "unknown", "reason": "%s is not JSON" % path}
+
+
 def env_file(path):
     """KEY=VALUE lines of a docker --env-file (comments and blank lines skipped), or None if unreadable."""
     text = read(path)
@@ -285,6 +296,7 @@ def main():
         "api_key_file": {"type": "path", "no_log": False},
         "progress_model": {"type": "str"},
         "first_token_s": {"type": "float", "default": 20},
+        "watchdog_state_file": {"type": "path"},
     }, supports_check_mode=True)
     p = module.params
     checks.fail_on(module, checks.elements(p["links"], "links", {"netdev": str}),
@@ -323,6 +335,7 @@ def main():
         else:
             skipped.append({"check": "head API (/health, /v1/models)",
                             "reason": "the engine container %s is not running" % (spec or {}).get("name")})
+    live["watchdog"] = watchdog_state(p["watchdog_state_file"]) if p["watchdog_state_file"] else None
     drm = "/sys/module/nvidia_drm/parameters"
     live["nvidia_drm"] = {k: read("%s/%s" % (drm, k)) for k in ("modeset", "fbdev") if read("%s/%s" % (drm, k))
                           is not None} if os.path.isdir(drm) else None

@@ -102,3 +102,13 @@ def test_a_hung_engine_whose_api_still_answers_is_a_problem_not_all_well():
     head["api"]["progress"] = {"state": "answering", "ok": True, "seen": "first token in 0.3 s"}
     lines, problems = status.report([("dgx1", head)])
     assert problems == [] and lines[1].endswith("deepseek-v4.1-flash (first token in 0.3 s)")
+
+
+def test_the_watchdogs_state_is_shown_and_an_open_breaker_is_a_problem():
+    head = copy.deepcopy(HEAD)
+    head["watchdog"] = {"breaker": "closed", "restarts": 1, "last_restart": 1.0, "last_restart_ok": True}
+    lines, problems = status.report([("dgx1", head)])
+    assert lines[2] == "watchdog: breaker closed, 1 restart(s)" and problems == []
+    head["watchdog"].update(breaker="open", reason="stalled again 120 s after the restart")
+    _, problems = status.report([("dgx1", head)])
+    assert problems == ["serving watchdog left the group down: stalled again 120 s after the restart"]

@@ -306,3 +306,14 @@ def test_a_hung_group_whose_api_answers_is_one_progress_row_with_the_group_resta
     assert "serve_replace" in findings[0]["fix"] and findings[0]["severity"] == "error"
     hosts["dgx1"]["live"]["api"]["progress"] = {"state": "moving", "ok": True, "seen": "a prefill"}
     assert live_checks.serving_group(hosts, "dgx1", "", ["deepseek-v4.1-flash"]) == ([], [])
+
+
+def test_the_watchdogs_open_breaker_or_failed_restart_is_a_row_one_good_restart_is_none():
+    assert live_checks.watchdog_findings("dgx1", None) == []
+    assert live_checks.watchdog_findings("dgx1", {"breaker": "closed", "restarts": 1, "last_restart": 5.0,
+                                                  "last_restart_ok": True}) == []
+    (row,) = live_checks.watchdog_findings("dgx1", {"breaker": "open", "reason": "stalled again 60 s after"})
+    assert row["setting"] == "serving watchdog (circuit breaker)" and row["found"] == "open: stalled again 60 s after"
+    (row,) = live_checks.watchdog_findings("dgx1", {"last_restart": 5.0, "last_restart_ok": False,
+                                                    "last_restart_result": "ssh ...: exit 255"})
+    assert row["found"] == "ssh ...: exit 255" and row["expected"] != row["found"]
