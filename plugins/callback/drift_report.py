@@ -54,7 +54,7 @@ from ansible import constants as C
 from ansible.playbook.handler import Handler
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift, topology, topology_picture
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift, textfile, topology, topology_picture
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 
 VERDICT_ACTIONS = ("dgxspark.ds41f.doctor_report", "doctor_report")
@@ -207,6 +207,8 @@ class CallbackModule(CallbackBase):
     # -- the end ------------------------------------------------------------------------------------
 
     def v2_playbook_on_stats(self, stats):
+        self._stats_hosts = sorted(stats.processed)
+        self._stats_failed = [h for h in self._stats_hosts if stats.failures.get(h) or stats.dark.get(h)]
         rows = self.table_rows()
         directory = self._report_dir()
         written = self._write(directory, rows)
@@ -237,7 +239,19 @@ class CallbackModule(CallbackBase):
             handle.write(drift.markdown(rows, not_checked=drift.not_checked_list(self.skipped)))
         paths.append(os.path.join(directory, "doctor.md"))
         paths.extend(self._picture(directory, picture))
+        paths.extend(self._textfile(directory, rows))
         return paths
+
+    def _textfile(self, directory, rows):
+        """The verdict in Prometheus text format: doctor.prom beside the report, and in node_exporter's textfile
+        folder when DS41F_TEXTFILE_DIR names one (docs/stages/verify.md)."""
+        processed = getattr(self, "_stats_hosts", None) or []
+        failed = getattr(self, "_stats_failed", None) or []
+        text = textfile.render(textfile.doctor_metrics(drift.counts(rows), len(processed), len(failed), time.time()))
+        written = [textfile.write(directory, "doctor.prom", text)]
+        if os.environ.get("DS41F_TEXTFILE_DIR"):
+            written.append(textfile.write(os.environ["DS41F_TEXTFILE_DIR"], "ds41f_doctor.prom", text))
+        return written
 
     def _statuses(self, rows):
         """{nodes: {node: status}, paths: {cidr: status}}: what the picture draws, only from checks that ran."""

@@ -5,7 +5,8 @@ Run by ds41f-watchdog.service on the head (dgxspark.ds41f serve stage) with a JS
     {"api_url": "http://127.0.0.1:8000", "key_file": "/etc/ds41f/serve/api-key.env", "model": "...",
      "interval_s": 30, "first_token_s": 20, "stalls": 2, "window_s": 3600, "ready_timeout_s": 3600,
      "restart": [[argv of each worker's restart]..., [argv of the head's restart]],
-     "state_file": "/run/ds41f/watchdog.json", "records": "/var/lib/ds41f/serve/watchdog-restarts.jsonl"}
+     "state_file": "/run/ds41f/watchdog.json", "records": "/var/lib/ds41f/serve/watchdog-restarts.jsonl",
+     "textfile_dir": "/var/lib/prometheus/node-exporter"}
 
 Every interval it judges the engine by progress (ds41f_engine_progress.py beside it, the collection's
 plugins/module_utils/engine_progress.py: a streamed request with a first-token deadline, the /metrics token
@@ -13,7 +14,8 @@ counters before and after). After ``stalls`` stalled looks in a row (requests in
 prefill that still moves is never a stall) it restarts the group in the serve stage's order - workers, then the
 head - waits until /v1/models answers and a first token comes, and appends the restart to ``records``. The
 circuit breaker: a second stall within ``window_s`` of a restart restarts nothing; the group is left as it is and
-the state file and the journal say why. The state file is what `ds41f status` and the doctor read.
+the state file and the journal say why. The state file is what `ds41f status` and the doctor read; the same
+state goes to node_exporter's textfile folder as ds41f_watchdog.prom (when ``textfile_dir`` is set).
 """
 
 import json
@@ -26,6 +28,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ds41f_engine_progress as progress  # noqa: E402  (installed beside this program)
+import ds41f_textfile as textfile  # noqa: E402  (the same: plugins/module_utils/textfile.py)
 
 
 def open_url(url, data=None, method=None, headers=None, timeout=10, validate_certs=True):
@@ -74,12 +77,14 @@ def log(message):
     print(message, flush=True)
 
 
-def write_state(path, state):
+def write_state(path, state, textfile_dir=None):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w") as handle:
         json.dump(state, handle, sort_keys=True)
     os.replace(tmp, path)
+    if textfile_dir:
+        textfile.write(textfile_dir, "ds41f_watchdog.prom", textfile.render(textfile.watchdog_metrics(state)))
 
 
 def restart(config, key):
@@ -133,7 +138,7 @@ def main(argv):
             log("CIRCUIT BREAKER OPEN: %s" % state["reason"])
         elif action == "watch":
             log("stall %d of %s: %s" % (state["stalls"], config["stalls"], verdict["seen"]))
-        write_state(config["state_file"], state)
+        write_state(config["state_file"], state, config.get("textfile_dir"))
         time.sleep(float(config["interval_s"]))
 
 

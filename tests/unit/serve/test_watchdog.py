@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_progress
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_progress, textfile
 from tests.conftest import ROOT
 from tests.unit.serve.test_engine_progress import Engine, engine  # noqa: F401  (the loopback engine fixture)
 
@@ -23,6 +23,7 @@ MOVING = {"state": "moving", "ok": True, "seen": "0 prompt, 0 generated and 8192
 def watchdog():
     # Installed, the progress judge sits beside the program under this name (tasks/watchdog.yml).
     sys.modules["ds41f_engine_progress"] = engine_progress
+    sys.modules["ds41f_textfile"] = textfile
     spec = importlib.util.spec_from_file_location("ds41f_watchdog", ROOT / "roles" / "serve" / "files" /
                                                   "ds41f-watchdog.py")
     module = importlib.util.module_from_spec(spec)
@@ -74,3 +75,17 @@ def test_the_state_file_is_json_a_reader_can_load(watchdog, tmp_path):
     path = tmp_path / "run" / "watchdog.json"
     watchdog.write_state(str(path), {"breaker": "open", "reason": "why"})
     assert json.loads(path.read_text()) == {"breaker": "open", "reason": "why"}
+
+
+def test_the_state_goes_to_node_exporters_textfile_folder_and_parses(watchdog, tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    state = {"breaker": "open", "restarts": 1, "last_restart": 1764750000.0, "verdict": "stalled",
+             "checked_at": 1764750100.0, "reason": 'stalled "again"'}
+    watchdog.write_state(str(tmp_path / "watchdog.json"), state, str(tmp_path / "textfile"))
+    families = {f.name: f for f in text_string_to_metric_families((tmp_path / "textfile" / "ds41f_watchdog.prom")
+                                                                  .read_text())}
+    assert families["ds41f_watchdog_breaker_open"].samples[0].value == 1
+    assert families["ds41f_watchdog_restarts"].type == "counter"  # the parser drops a counter's _total
+    assert {s.labels["verdict"]: s.value for s in families["ds41f_watchdog_verdict"].samples}["stalled"] == 1
+    assert not list((tmp_path / "textfile").glob("*.tmp"))
