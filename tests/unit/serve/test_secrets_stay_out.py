@@ -4,6 +4,7 @@ module either keeps its whole result out of logs (no_log) or gives it to a param
 new task that carries the key is checked without anyone listing it."""
 
 import re
+import sys
 
 import pytest
 import yaml
@@ -92,3 +93,58 @@ def test_the_smoke_request_says_what_came_back_without_the_request():
     check = smoke[smoke.index(request) + 1]
     assert request["no_log"] is True and request["failed_when"] is False
     assert "serve__smoke.status" in str(check["ansible.builtin.assert"]) and "Authorization" not in str(check)
+
+
+def test_a_smoke_request_at_vvv_through_the_runner_leaves_the_key_nowhere(tmp_path, monkeypatch):
+    """The real smoke request and its check (taken from smoke.yml as they are) run by ansible-runner at -vvv against
+    a loopback server that answers as vLLM does; then every file of the run folder (job_events, stdout, command)
+    and the fact cache is searched for the key, and the server saw it."""
+    import http.server
+    import json
+    import threading
+
+    from ds41f import runs
+
+    key = "ds41f-test-key-7c1e9b2f0a4d"
+    seen = []
+
+    class Api(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            seen.append(self.headers.get("Authorization"))
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"model": "ds41f-tiny", "choices": [{"message": {"content": "42"},
+                                                                    "finish_reason": "length"}],
+                               "usage": {"prompt_tokens": 9, "completion_tokens": 4}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Api)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    smoke = yaml.safe_load((ROOT / "roles" / "serve" / "tasks" / "smoke.yml").read_text())
+    request = next(t for t in smoke if "ansible.builtin.uri" in t)
+    tasks = [request, smoke[smoke.index(request) + 1]]
+    playbook = tmp_path / "smoke.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": True, "vars": {
+        "serve_api_key_value": key, "serve_spec": {"port": server.server_port, "served_names": ["ds41f-tiny"]},
+        "serve_smoke_prompt": "What is 19 + 23?", "serve_smoke_max_tokens": 4}, "tasks": tasks}]))
+    monkeypatch.setattr(runs, "RUNS", tmp_path / "runs")
+    facts = tmp_path / "facts"
+    try:
+        result = runs.run_playbook("smoke", [str(playbook), "-i", "localhost,", "-c", "local", "-vvv"], {
+            "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(facts), "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp"),
+            "ANSIBLE_PYTHON_INTERPRETER": sys.executable}, quiet=True)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.rc == 0, (result.artifacts / "stdout").read_text()
+    assert seen == ["Bearer " + key]  # the request did carry it
+    assert "smoke: 4 tokens from ds41f-tiny" in (result.artifacts / "stdout").read_text()
+    files = [p for p in list((tmp_path / "runs").rglob("*")) + list(facts.rglob("*")) if p.is_file()]
+    assert len(files) > 10 and any("job_events" in str(p) for p in files)
+    assert [str(p) for p in files if key in p.read_text(errors="replace")] == []
