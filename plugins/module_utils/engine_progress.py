@@ -48,27 +48,27 @@ def _n(value):
     return "%d" % value if value is not None else "?"
 
 
-def judge(before, after, seconds, first_token_s=None):
-    """{state, ok, seen}: 'answering' (a first token came), 'moving' (a counter moved: prefill or decode under
-    way), 'idle' (nothing asked of it), 'stalled' (requests in flight and no token either way in ``seconds``), or
-    'unknown' (no counters to judge by)."""
+def judge(before, after, seconds, first_token_s=None, refused=None):
+    """{state, ok, seen}: 'answering' (a first token came), 'moving' (no first token yet, but a counter moved:
+    prefill or decode under way), 'stalled' (no first token in ``seconds`` and nothing moved: the probe's own
+    request was in flight all along, so an engine that served nothing before it hung is a stall too), or
+    'refused' (the API turned the request away: not a stall, and no restart mends it)."""
     if first_token_s is not None:
         return {"state": "answering", "ok": True, "seen": "first token in %.1f s" % first_token_s}
-    if before is None or after is None or after.get("prompt") is None or after.get("generation") is None:
-        return {"state": "unknown", "ok": False,
-                "seen": "no first token in %.0f s, and no token counters to judge progress by" % seconds}
-    prompt = (after["prompt"] or 0) - (before.get("prompt") or 0)
-    generated = (after["generation"] or 0) - (before.get("generation") or 0)
-    scheduled = (after.get("scheduled") or 0) - (before.get("scheduled") or 0)
+    if refused:
+        return {"state": "refused", "ok": False, "seen": "the streamed request was refused: %s" % refused}
+    before, after = before or {}, after or {}
+    moved = {k: (after.get(k) or 0) - (before.get(k) or 0) for k in ("prompt", "generation", "scheduled")}
     running, waiting = after.get("running") or 0, after.get("waiting") or 0
-    if prompt > 0 or generated > 0 or scheduled > 0:
+    if any(v > 0 for v in moved.values()):
         return {"state": "moving", "ok": True, "seen": "%s prompt, %s generated and %s scheduled token(s) in %.0f s, "
-                "%s running" % (_n(prompt), _n(generated), _n(scheduled), seconds, _n(running))}
-    if running or waiting:
-        what = "%s request(s) running" % _n(running) + (", %s waiting" % _n(waiting) if waiting else "")
-        return {"state": "stalled", "ok": False,
-                "seen": "%s, no prompt or generated token in %.0f s" % (what, seconds)}
-    return {"state": "idle", "ok": False, "seen": "no request running and no first token in %.0f s" % seconds}
+                "%s running" % (_n(moved["prompt"]), _n(moved["generation"]), _n(moved["scheduled"]), seconds,
+                                _n(running))}
+    # The counters are the engine's own reports: a hung engine stops reporting, so they show what ran before.
+    what = "%s request(s) running" % _n(max(running, 1)) + (", %s waiting" % _n(waiting) if waiting else "")
+    counters = "" if after.get("generation") is not None else " (no token counters to read)"
+    return {"state": "stalled", "ok": False,
+            "seen": "%s, no prompt or generated token in %.0f s%s" % (what, seconds, counters)}
 
 
 def _metrics(open_url, url, headers):
@@ -80,26 +80,31 @@ def _metrics(open_url, url, headers):
 
 
 def first_token(open_url, url, headers, model, deadline_s):
-    """Seconds until the first streamed chunk that carries text, or None when none came within ``deadline_s``."""
+    """(seconds until the first streamed chunk that carries text or None, the API's refusal or None)."""
     body = json.dumps({"model": model, "messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 4,
                        "temperature": 0, "stream": True}).encode()
     start = time.monotonic()
     try:
         resp = open_url(url.rstrip("/") + "/v1/chat/completions", data=body, method="POST", timeout=deadline_s,
                         headers=dict(headers, **{"Content-Type": "application/json"}), validate_certs=False)
+    except Exception as exc:  # 401, 404 (no such model), refused: the API answered, or nothing listens
+        if "timed out" in str(exc).lower():
+            return None, None
+        return None, str(exc)[:200]
+    try:
         for raw in resp:
             if time.monotonic() - start > deadline_s:
-                return None
+                return None, None
             line = raw.decode("utf-8", "replace").strip()
             if not line.startswith("data:") or line == "data: [DONE]":
                 continue
             choices = json.loads(line[5:]).get("choices") or [{}]
             delta = choices[0].get("delta") or {}
             if delta.get("content") or delta.get("reasoning_content") or choices[0].get("text"):
-                return time.monotonic() - start
-    except Exception:  # a read that timed out, a reset: no first token
-        return None
-    return None
+                return time.monotonic() - start, None
+    except Exception:  # the read timed out, or the stream broke: no first token
+        return None, None
+    return None, None
 
 
 def probe(open_url, url, key, model, deadline_s):
@@ -107,8 +112,8 @@ def probe(open_url, url, key, model, deadline_s):
     headers = {"Authorization": "Bearer " + key} if key else {}
     start = time.monotonic()
     before = _metrics(open_url, url, headers)
-    took = first_token(open_url, url, headers, model, deadline_s)
+    took, refused = first_token(open_url, url, headers, model, deadline_s)
     after = _metrics(open_url, url, headers) if took is None else before
-    verdict = judge(before, after, time.monotonic() - start, took)
+    verdict = judge(before, after, time.monotonic() - start, took, refused)
     verdict["counters"] = after
     return verdict

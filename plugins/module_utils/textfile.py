@@ -57,7 +57,7 @@ def doctor_metrics(counts, nodes, failed, finished):
 
 def watchdog_metrics(state):
     """The serving watchdog's state file as metrics."""
-    verdicts = ("answering", "moving", "idle", "stalled", "unknown")
+    verdicts = ("answering", "moving", "stalled", "refused")
     return [
         ("watchdog_breaker_open", "gauge", "1 when the circuit breaker left the group down.",
          [({}, 1 if state.get("breaker") == "open" else 0)]),

@@ -43,7 +43,7 @@ def test_a_hung_group_is_a_stall_naming_what_runs_and_how_long_nothing_moved():
 def test_a_queue_that_never_starts_is_a_stall_too():
     after = ep.parse(with_values(running=0, waiting=3))
     assert ep.judge(ep.parse(RECORDED), after, 20)["seen"] == (
-        "0 request(s) running, 3 waiting, no prompt or generated token in 20 s")
+        "1 request(s) running, 3 waiting, no prompt or generated token in 20 s")  # the probe's own
 
 
 @pytest.mark.parametrize("moved, word", [
@@ -59,10 +59,19 @@ def test_a_moving_prefill_or_decode_is_not_a_stall(moved, word):
     assert verdict["ok"] and verdict["state"] == "moving" and word in verdict["seen"]
 
 
-def test_a_first_token_settles_it_and_no_counters_is_unknown_not_healthy():
+def test_a_first_token_settles_it_and_a_refusal_is_no_stall():
     assert ep.judge(None, None, 1.0, first_token_s=0.4) == {"state": "answering", "ok": True,
                                                             "seen": "first token in 0.4 s"}
-    assert ep.judge(None, None, 20)["state"] == "unknown" and not ep.judge(None, None, 20)["ok"]
+    refused = ep.judge(None, None, 0.1, refused="HTTP Error 404: Not Found")
+    assert refused["state"] == "refused" and not refused["ok"]
+
+
+def test_an_engine_that_hung_while_idle_reports_stale_counters_and_is_still_a_stall():
+    """A hung engine stops reporting: its counters still say 0 running. The probe's own request was in flight."""
+    verdict = ep.judge(ep.parse(RECORDED), ep.parse(RECORDED), 20)
+    assert verdict["state"] == "stalled" and verdict["seen"] == (
+        "1 request(s) running, no prompt or generated token in 20 s")
+    assert ep.judge(None, None, 20)["seen"].endswith("(no token counters to read)")
 
 
 class Engine(http.server.BaseHTTPRequestHandler):
