@@ -154,7 +154,7 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_unreachable(self, result):
         node = result._host.get_name()
         self.rows.append(drift.unreachable_row(node, result._task.get_name(), result._result, self._budget()))
-        self._display.display("  UNREACHABLE %s: %s" % (result._host.get_name(), result._result.get("msg")),
+        self._display.display("  UNREACHABLE %s: %s" % (node, result._result.get("msg")),
                               color="red")
 
     def _collect(self, result, failed=False):
@@ -216,8 +216,7 @@ class CallbackModule(CallbackBase):
         self._display.display(drift.table(rows), color="red" if drift.counts(rows)["error"] else "green")
         for line in drift.not_checked_lines(self.skipped):
             self._display.display(line)
-        hosts = sorted(stats.processed)
-        failed = [h for h in hosts if stats.failures.get(h) or stats.dark.get(h)]
+        hosts, failed = self._stats_hosts, self._stats_failed
         self._display.display("%d plays, %d nodes%s in %.0f s; report: %s" % (
             self.plays, len(hosts), " (%s failed)" % ", ".join(failed) if failed else "",
             time.monotonic() - self.started, ", ".join(written)))
