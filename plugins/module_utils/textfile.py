@@ -2,8 +2,9 @@
 # Copyright: contributors to dgxspark.ds41f
 # Apache License 2.0 (see LICENSE)
 """Metrics in Prometheus text format for node_exporter's textfile collector (--collector.textfile.directory):
-the doctor's last verdict, the serving watchdog's state. One file per writer, replaced whole (a scrape never reads
-half a file). Pure Python; the serving watchdog carries a copy of this file beside it (ds41f_textfile.py)."""
+the doctor's last verdict, the serving watchdog's and the memory guards' state. One file per writer, replaced
+whole (a scrape never reads half a file). Pure Python; the serving watchdog and the memory guard carry a copy of
+this file beside them (ds41f_textfile.py)."""
 
 from __future__ import annotations
 
@@ -68,4 +69,21 @@ def watchdog_metrics(state):
          [({"verdict": v}, 1 if state.get("verdict") == v else 0) for v in verdicts]),
         ("watchdog_last_check_timestamp_seconds", "gauge", "When the watchdog last judged the engine.",
          [({}, state.get("checked_at") or 0)]),
+    ]
+
+
+def memguard_metrics(state):
+    """The memory guard's state (its phase, threshold, the last and lowest MemAvailable, a trip) as metrics."""
+    phase = {"phase": state.get("phase") or "unknown"}
+    return [
+        ("memguard_tripped", "gauge", "1 when the guard killed the engine (until the next start re-arms it).",
+         [(phase, 1 if state.get("tripped") else 0)]),
+        ("memguard_threshold_gib", "gauge", "The guard's MemAvailable threshold.",
+         [(phase, state.get("threshold_gib") or 0)]),
+        ("memguard_mem_available_gib", "gauge", "MemAvailable at the last sample.",
+         [(phase, state.get("mem_available_gib") or 0)]),
+        ("memguard_lowest_mem_available_gib", "gauge", "The lowest MemAvailable since the guard was armed.",
+         [(phase, state.get("lowest_gib") or 0)]),
+        ("memguard_last_sample_timestamp_seconds", "gauge", "When the guard last sampled, or tripped (Unix time).",
+         [(phase, state.get("time") or 0)]),
     ]
