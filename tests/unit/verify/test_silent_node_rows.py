@@ -111,9 +111,10 @@ def test_a_frozen_and_a_live_node_the_run_names_the_frozen_one_in_bounded_time_a
         "    frozen: {ansible_host: 127.0.0.1, ansible_port: %d, ansible_user: nobody}\n" % (sys.executable,
                                                                                           frozen_port))
     playbook = tmp_path / "p.yml"
-    playbook.write_text("- ansible.builtin.import_playbook: %s/playbooks/common/reach.yml\n"
-                        "- hosts: spark_cluster\n  gather_facts: false\n  tasks:\n"
-                        "    - ansible.builtin.debug: {msg: read}\n" % ROOT)
+    stage = ("- ansible.builtin.import_playbook: %s/playbooks/common/reach.yml\n"
+             "- hosts: spark_cluster\n  gather_facts: false\n  tasks:\n"
+             "    - ansible.builtin.debug: {msg: read}\n" % ROOT)
+    playbook.write_text(stage * 2)  # two stages, as site.yml imports them: the silent node costs its wait once
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "t"),
                ANSIBLE_SSH_CONTROL_PATH_DIR=str(tmp_path / "cp"), ANSIBLE_NOCOLOR="1", ANSIBLE_TIMEOUT="3",
                ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / "facts"))
@@ -124,7 +125,7 @@ def test_a_frozen_and_a_live_node_the_run_names_the_frozen_one_in_bounded_time_a
         out = proc.stdout + proc.stderr
         assert time.monotonic() - start < 60, out
         assert proc.returncode == rc, out
-        assert "UNREACHABLE" in out and "banner exchange" in out
+        assert out.count("UNREACHABLE!") == 1 and "banner exchange" in out
         if check:  # check mode (the doctor) reads the node that answered
             assert 'ok: [live] => {\n    "msg": "read"' in out, out
         else:  # a converging run stops before its first change, naming the node
