@@ -144,7 +144,7 @@ def cmd_doctor(args):
         paths.PLAYBOOKS / "doctor.yml", inventory, check=True, limit=args.limit,
         extra_vars=list(args.extra_vars) + (['{"ds41f_collective": true}'] if args.collective else []),
         passthrough=passthrough)
-    result = runs.run_tee("doctor", argv, dict(env, **doctor_env(report, args.png)))
+    result = runs.run_tee("doctor", argv, dict(env, **doctor_env(report, args.png), **runs.budget_env("doctor")))
     errors = doctor_errors(report)
     rc = 1 if errors else result.rc
     print("ds41f doctor: exit %d in %.0f s; report: %s; %s" % (rc, result.seconds, report, result.where()))

@@ -19,6 +19,10 @@ from ds41f import paths
 
 RUNS = paths.ROOT / ".ansible" / "runs"
 KEEP = 50  # run folders kept; the oldest go first
+# Every node gets a time budget. A silent connection ends after ansible.cfg's SSH keepalives; on top of that, the
+# read-only commands limit every task (ansible's task timeout), so a node whose sshd answers but whose tools hang
+# (a wedged docker) cannot hold them either. Converging runs have no such limit: a model download takes hours.
+TASK_TIMEOUT_S = {"doctor": 120, "status": 60, "logs": 60, "render": 60}
 
 
 def tool(name):
@@ -47,6 +51,27 @@ def base_env(extra=None):
     activated still runs its own ansible)."""
     path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
     return dict(extra or {}, ANSIBLE_CONFIG=str(paths.ROOT / "ansible.cfg"), PATH=path)
+
+
+def budget_env(command):
+    """The task time limit of a read-only command (TASK_TIMEOUT_S), as ansible-playbook reads it."""
+    return {"ANSIBLE_TASK_TIMEOUT": str(TASK_TIMEOUT_S[command])} if command in TASK_TIMEOUT_S else {}
+
+
+def ssh_keepalive_args():
+    """ansible.cfg's SSH keepalive and connection timeout as ssh options, for the ssh that `ds41f logs --follow`
+    opens itself: the same budget as every ansible connection, from the one place it is set."""
+    import configparser
+
+    cfg = configparser.ConfigParser(interpolation=None)
+    cfg.read(paths.ROOT / "ansible.cfg")
+    words = cfg.get("ssh_connection", "ssh_args", fallback="").split()
+    out = []
+    for i, word in enumerate(words[:-1]):
+        if word == "-o" and words[i + 1].lower().startswith("serveralive"):
+            out += ["-o", words[i + 1]]
+    timeout = cfg.get("defaults", "timeout", fallback="")
+    return out + (["-o", "ConnectTimeout=%s" % timeout] if timeout else [])
 
 
 def new_folder(name):

@@ -14,7 +14,7 @@ def run(name, inventory, env, limit=None, extra=None, passthrough=()):
     """(Result, {node: msg of the task named `name`'s last debug}) of playbooks/day2/<name>.yml."""
     argv = runs.playbook_argv(PLAYBOOKS / (name + ".yml"), inventory, limit=limit,
                               extra_vars=[json.dumps(extra)] if extra else (), passthrough=passthrough)
-    return runs.run_playbook(name, argv, env, quiet=True)
+    return runs.run_playbook(name, argv, dict(env or {}, **runs.budget_env(name)), quiet=True)
 
 
 def by_rank(results):

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 
+from ds41f import runs
 from ds41f.day2 import common
 
 
@@ -20,7 +21,7 @@ def prefixed(node, lines, width):
 def ssh_argv(ssh, remote):
     """ssh to a node as the inventory says (host, user, port, key, common args), running ``remote``."""
     # -tt: the remote `docker logs --follow` gets a terminal, so it ends (SIGHUP) when this ssh does.
-    argv = ["ssh", "-tt", "-o", "BatchMode=yes"]
+    argv = ["ssh", "-tt", "-o", "BatchMode=yes"] + runs.ssh_keepalive_args()
     if ssh.get("key"):
         argv += ["-i", ssh["key"]]
     if str(ssh.get("port") or ""):

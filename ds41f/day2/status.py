@@ -3,7 +3,14 @@ and the head's API, from playbooks/day2/status.yml's readings; exit 1 when any o
 
 from __future__ import annotations
 
+from ds41f import paths
 from ds41f.day2 import common
+
+paths.import_collection()
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift  # noqa: E402  (the doctor's own words)
+
+STALL_FIX = ("a hung collective or kernel; only a stop and start of every rank recovers it: ds41f run serve -e "
+             "'{\"serve_replace\": true}' (docker logs on each rank first)")
 
 
 def gib(value):
@@ -98,10 +105,28 @@ def node_line(node, reading):
 
 def api_line(reading):
     api = reading.get("api") or {}
+    progress = api.get("progress") or {}
+    if api.get("ready") and progress and not progress.get("ok"):  # answers /v1/models, but no token comes
+        return "head API %s answering, engine %s: %s" % (api.get("url"), progress.get("state"), progress.get(
+            "seen")), "head engine %s: %s. Fix: %s" % (progress.get("state"), progress.get("seen"), STALL_FIX)
     if api.get("ready"):
-        return "head API %s answering: %s" % (api.get("url"), ", ".join(api.get("models") or [])), None
+        return "head API %s answering: %s%s" % (api.get("url"), ", ".join(api.get("models") or []), (
+            " (%s)" % progress["seen"]) if progress else ""), None
     msg = api.get("msg") or "no answer"
     return "head API %s not answering: %s" % (api.get("url"), msg), "head API: %s" % msg
+
+
+def watchdog(reading):
+    """(text or None, problem or None) of the head's serving watchdog state."""
+    state = reading.get("watchdog")
+    if not state:
+        return None, None
+    text = "watchdog: breaker %s, %s restart(s)" % (state.get("breaker", "closed"), state.get("restarts", 0))
+    if state.get("breaker") == "open":
+        return text, "serving watchdog left the group down: %s" % state.get("reason")
+    if state.get("last_restart") and state.get("last_restart_ok") is False:
+        return text, "serving watchdog's restart failed: %s" % state.get("last_restart_result")
+    return text, None
 
 
 def report(readings, failed=()):
@@ -112,13 +137,15 @@ def report(readings, failed=()):
         lines.append(line)
         problems += ["%s: %s" % (node, p) for p in found]
         if reading.get("head"):
-            line, problem = api_line(reading)
-            lines.append(line)
-            if problem:
-                problems.append(problem)
+            for line, problem in (api_line(reading), watchdog(reading)):
+                lines += [line] if line else []
+                problems += [problem] if problem else []
     for node, task, msg in failed:
         lines.append("%-6s not read: %s: %s" % (node, task, msg))
-        problems.append("%s: not read (%s)" % (node, msg))
+        if drift.is_silent(msg):  # connected, then nothing: a frozen node, with the doctor's fix
+            problems.append("%s: connected, no reply (%s). Fix: %s" % (node, msg, drift.SILENT_FIX))
+        else:
+            problems.append("%s: not read (%s)" % (node, msg))
     return lines, problems
 
 

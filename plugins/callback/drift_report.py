@@ -50,10 +50,11 @@ import json
 import os
 import time
 
+from ansible import constants as C
 from ansible.playbook.handler import Handler
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift, topology, topology_picture
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift, textfile, topology, topology_picture
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 
 VERDICT_ACTIONS = ("dgxspark.ds41f.doctor_report", "doctor_report")
@@ -151,8 +152,9 @@ class CallbackModule(CallbackBase):
             self._not_checked(result._host.get_name(), result._task, result._result, skipped=True)
 
     def v2_runner_on_unreachable(self, result):
-        self.rows.append(drift.unreachable_row(result._host.get_name(), result._task.get_name(), result._result))
-        self._display.display("  UNREACHABLE %s: %s" % (result._host.get_name(), result._result.get("msg")),
+        node = result._host.get_name()
+        self.rows.append(drift.unreachable_row(node, result._task.get_name(), result._result, self._budget()))
+        self._display.display("  UNREACHABLE %s: %s" % (node, result._result.get("msg")),
                               color="red")
 
     def _collect(self, result, failed=False):
@@ -170,7 +172,20 @@ class CallbackModule(CallbackBase):
         # callbacks get no 'failed' key
         self._collect_one(node, stage, name, dict(result._result, failed=True) if failed else result._result, failed)
 
+    def _budget(self):
+        """Seconds of silence after which ssh gives a node up, from the ssh connection's own settings."""
+        try:
+            return drift.keepalive_budget(
+                C.config.get_config_value("ssh_args", plugin_type="connection", plugin_name="ssh"),
+                C.config.get_config_value("timeout", plugin_type="connection", plugin_name="ssh"))
+        except Exception:  # a setting this ansible-core does not know: the row says "the budget of"
+            return None
+
     def _collect_one(self, node, stage, name, res, failed):
+        if failed and res.get("timedout"):  # ran past its time limit: the node is silent, later tasks echo it
+            self.rows.append(drift.timed_out_row(node, name, res))
+            self.first_cause.setdefault((node, stage), "after the node stopped answering")
+            return
         self.skipped.extend(drift.not_checked(node, name, res))
         if res.get("checked") and isinstance(res["checked"], dict):  # doctor_checks: what the live checks read
             self.checked = res["checked"]
@@ -192,6 +207,8 @@ class CallbackModule(CallbackBase):
     # -- the end ------------------------------------------------------------------------------------
 
     def v2_playbook_on_stats(self, stats):
+        self._stats_hosts = sorted(stats.processed)
+        self._stats_failed = [h for h in self._stats_hosts if stats.failures.get(h) or stats.dark.get(h)]
         rows = self.table_rows()
         directory = self._report_dir()
         written = self._write(directory, rows)
@@ -199,8 +216,7 @@ class CallbackModule(CallbackBase):
         self._display.display(drift.table(rows), color="red" if drift.counts(rows)["error"] else "green")
         for line in drift.not_checked_lines(self.skipped):
             self._display.display(line)
-        hosts = sorted(stats.processed)
-        failed = [h for h in hosts if stats.failures.get(h) or stats.dark.get(h)]
+        hosts, failed = self._stats_hosts, self._stats_failed
         self._display.display("%d plays, %d nodes%s in %.0f s; report: %s" % (
             self.plays, len(hosts), " (%s failed)" % ", ".join(failed) if failed else "",
             time.monotonic() - self.started, ", ".join(written)))
@@ -222,7 +238,19 @@ class CallbackModule(CallbackBase):
             handle.write(drift.markdown(rows, not_checked=drift.not_checked_list(self.skipped)))
         paths.append(os.path.join(directory, "doctor.md"))
         paths.extend(self._picture(directory, picture))
+        paths.extend(self._textfile(directory, rows))
         return paths
+
+    def _textfile(self, directory, rows):
+        """The verdict in Prometheus text format: doctor.prom beside the report, and in node_exporter's textfile
+        folder when DS41F_TEXTFILE_DIR names one (docs/stages/verify.md)."""
+        processed = getattr(self, "_stats_hosts", None) or []
+        failed = getattr(self, "_stats_failed", None) or []
+        text = textfile.render(textfile.doctor_metrics(drift.counts(rows), len(processed), len(failed), time.time()))
+        written = [textfile.write(directory, "doctor.prom", text)]
+        if os.environ.get("DS41F_TEXTFILE_DIR"):
+            written.append(textfile.write(os.environ["DS41F_TEXTFILE_DIR"], "ds41f_doctor.prom", text))
+        return written
 
     def _statuses(self, rows):
         """{nodes: {node: status}, paths: {cidr: status}}: what the picture draws, only from checks that ran."""

@@ -143,10 +143,56 @@ def cause_summary(r):
                                           _first_line(r["expected"], 60))
 
 
-def unreachable_row(node, task_name, result):
-    return row(node, "connection", "reach the node (%s)" % task_name, "reachable over SSH",
-               _first_line(result.get("msg")) or "unreachable",
+# What ssh says when the node took the connection (its kernel answers TCP) but nothing on it replies: the banner
+# never came (ConnectTimeout), the keepalives went unanswered, or the multiplexed session was cut by either.
+_SILENT = ("banner exchange", "not responding", "shared connection", "broken pipe", "mux_client", "timed out",
+           "timeout")
+SILENT_FIX = ("open the node's console or BMC; if it does not answer there either, power-cycle it (BMC), then "
+              "ds41f doctor. A frozen Spark is most often unified memory run out: read its journal of the "
+              "last boot (journalctl -b -1) once it is back")
+
+
+def keepalive_budget(ssh_args, connect_timeout=None):
+    """Seconds of silence after which ssh gives a node up: ServerAliveInterval x ServerAliveCountMax of
+    ``ssh_args`` (ansible.cfg, the one source), else the connection timeout; None when neither is set."""
+    words = str(ssh_args or "").replace("=", " ").split()
+    opts = {}
+    for i, word in enumerate(words[:-1]):
+        if word.lower() in ("serveraliveinterval", "serveralivecountmax"):
+            opts[word.lower()] = words[i + 1]
+    try:
+        return int(opts["serveraliveinterval"]) * int(opts.get("serveralivecountmax", 3))
+    except (KeyError, ValueError):
+        return int(connect_timeout) if connect_timeout else None
+
+
+def is_silent(msg):
+    """Whether an unreachable node's message says it connected but did not reply (rather than refused or absent)."""
+    text = str(msg or "").lower()
+    return any(word in text for word in _SILENT) and "refused" not in text and "no route" not in text
+
+
+def silent_row(node, task_name, seconds, seen):
+    """A node that connected but no longer answers (a frozen node): one row, whatever stage met it."""
+    found = "connected, no reply in %s s" % (seconds if seconds else "the budget of")
+    out = row(node, "connection", "the node answers (%s)" % task_name, "a reply within %s s" % (seconds or "?"),
+              "%s (%s)" % (found, _first_line(seen, 120)) if seen else found, SILENT_FIX)
+    out["cause"] = "the node is frozen: its kernel takes connections, its processes do not answer"
+    return out
+
+
+def unreachable_row(node, task_name, result, budget_s=None):
+    msg = _first_line(result.get("msg")) or "unreachable"
+    if is_silent(msg):
+        return silent_row(node, task_name, budget_s, msg)
+    return row(node, "connection", "reach the node (%s)" % task_name, "reachable over SSH", msg,
                "check the node is powered, on the management network, and accepts the controller's SSH key")
+
+
+def timed_out_row(node, task_name, result):
+    """A task that ran past its time limit on a node (ansible's ``timedout``): the node is silent."""
+    period = (result.get("timedout") or {}).get("period")
+    return silent_row(node, task_name, period, "task time limit of %s s" % period)
 
 
 # A fabric path's causes, strongest first. A missing link or a dead carrier explains everything else on the

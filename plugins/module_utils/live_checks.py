@@ -213,7 +213,25 @@ def serving_group(hosts, head, guard_unit, served_names):
     api = (hosts.get(head) or {}).get("live", {}).get("api")
     if api:
         findings.extend(api_findings(head, api, served_names, specs[head].get("name") or "the engine"))
+    findings.extend(watchdog_findings(head, (hosts.get(head) or {}).get("live", {}).get("watchdog")))
     return findings, unchecked
+
+
+def watchdog_findings(node, state):
+    """The serving watchdog's state file: a tripped circuit breaker, or a restart that did not bring the group
+    back, is a row; a watchdog that restarted the group once and it answers again is not."""
+    if not state:
+        return []
+    out = []
+    if state.get("breaker") == "open":
+        out.append(finding(node, "serve", "serving watchdog (circuit breaker)", "closed",
+                           "open: %s" % (state.get("reason") or "no reason recorded"),
+                           "read docker logs on every rank; then %s. The breaker closes when the stage starts the "
+                           "group again" % group_fix("the engine container")))
+    elif state.get("last_restart") and state.get("last_restart_ok") is False:
+        out.append(finding(node, "serve", "serving watchdog (last restart)", "the group ready again",
+                           state.get("last_restart_result") or "failed", group_fix("the engine container")))
+    return out
 
 
 def api_findings(node, api, served_names, container_name):
@@ -224,6 +242,12 @@ def api_findings(node, api, served_names, container_name):
     if not api["health"]["ok"]:
         out.append(finding(node, "serve", "API %s/health" % api["url"], "200 OK", api["health"]["error"] or "no answer",
                            fix))
+    progress = api.get("progress")
+    if progress and not progress.get("ok"):  # /health answers, no token comes: a hung collective or kernel
+        out.append(finding(node, "serve", "engine progress (%s)" % api["url"],
+                           "a first token in time, or prompt or generated tokens moving", progress.get("seen"),
+                           "the group is stalled (a hung collective or kernel; only a stop and start of every rank "
+                           "recovers it): %s" % group_fix(container_name)))
     missing = [m for m in served_names if m not in api.get("models") or []]
     if api.get("models_error") or missing:
         out.append(finding(node, "serve", "API %s/v1/models" % api["url"], "lists %s" % ", ".join(served_names),

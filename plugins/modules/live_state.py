@@ -55,6 +55,19 @@ options:
       - The env file (C(VLLM_API_KEY=...)) holding the API's bearer token; never returned, and redacted from
         a stopped container's log lines (SGLang logs its server arguments, the key included).
     type: path
+  progress_model:
+    description:
+      - A served name to judge the engine's progress by (the head, with O(api_url)) - one short streamed request
+        with a first-token deadline of O(first_token_s), and the engine's C(/metrics) token counters read before
+        and after it; omit to skip. A stall is requests in flight and no prompt or generated token in the window.
+    type: str
+  first_token_s:
+    description: Seconds the progress probe waits for its first token.
+    type: float
+    default: 20
+  watchdog_state_file:
+    description: The serving watchdog's state file (the head), returned as C(watchdog); omit to read none.
+    type: path
 extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
   - ds41f maintainers (!UNKNOWN)
@@ -111,7 +124,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_state, live_checks
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_progress, engine_state, live_checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import gpu, platform
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Unavailable, module_host
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.run_all import run_all
@@ -249,6 +262,14 @@ def redacted_file(values, keep_env):
                                                                        keep_env))
 
 
+def watchdog_state(path):
+    """The serving watchdog's state file, or None when it has written none (switched off, or not yet)."""
+    try:
+        return json.loads(read(path) or "null")
+    except ValueError:
+        return {"breaker": "unknown", "reason": "%s is not JSON" % path}
+
+
 def env_file(path):
     """KEY=VALUE lines of a docker --env-file (comments and blank lines skipped), or None if unreadable."""
     text = read(path)
@@ -273,6 +294,9 @@ def main():
         "guard_unit": {"type": "str", "default": ""},
         "api_url": {"type": "str"},
         "api_key_file": {"type": "path", "no_log": False},
+        "progress_model": {"type": "str"},
+        "first_token_s": {"type": "float", "default": 20},
+        "watchdog_state_file": {"type": "path"},
     }, supports_check_mode=True)
     p = module.params
     checks.fail_on(module, checks.elements(p["links"], "links", {"netdev": str}),
@@ -305,9 +329,13 @@ def main():
     if p["api_url"]:
         if live["container"] and live["container"]["running"]:
             live["api"] = api(p["api_url"], key)
+            if p["progress_model"] and live["api"]["health"]["ok"]:
+                live["api"]["progress"] = engine_progress.probe(open_url, p["api_url"], key, p["progress_model"],
+                                                                p["first_token_s"])
         else:
             skipped.append({"check": "head API (/health, /v1/models)",
                             "reason": "the engine container %s is not running" % (spec or {}).get("name")})
+    live["watchdog"] = watchdog_state(p["watchdog_state_file"]) if p["watchdog_state_file"] else None
     drm = "/sys/module/nvidia_drm/parameters"
     live["nvidia_drm"] = {k: read("%s/%s" % (drm, k)) for k in ("modeset", "fbdev") if read("%s/%s" % (drm, k))
                           is not None} if os.path.isdir(drm) else None

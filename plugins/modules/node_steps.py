@@ -99,6 +99,8 @@ def _payload():  # pragma: no cover
     from ansible_collections.dgxspark.ds41f.plugins.module_utils import (  # noqa: F401
         args,
         converge,
+        docker_daemon,
+        engine_progress,
         engine_state,
         fabric_check,
         fragmentation,

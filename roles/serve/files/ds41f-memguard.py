@@ -3,12 +3,13 @@
 
 Run by ds41f-memguard.service (dgxspark.ds41f serve stage) with a JSON config:
     {"container": "spark-ds41f", "phase": "startup", "threshold_gib": 5, "interval_s": 0.25,
-     "state_file": "/run/ds41f/memguard.json"}
+     "state_file": "/run/ds41f/memguard.json", "textfile_dir": "/var/lib/prometheus/node-exporter"}
 
 Every interval it reads MemAvailable from /proc/meminfo and writes the sample to the state file (the serve
 stage starts the engine only after the first sample). Below the threshold it logs why, kills the container
 with SIGKILL and exits 1, so the unit shows failed until the next start re-arms it. Fail-closed: a
-/proc/meminfo it cannot read is treated as a breach.
+/proc/meminfo it cannot read is treated as a breach. With ``textfile_dir`` the same state goes to node_exporter's
+textfile folder as ds41f_memguard.prom (through ds41f_textfile.py beside this program).
 """
 
 import json
@@ -17,6 +18,12 @@ import signal
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+try:
+    import ds41f_textfile as textfile  # installed beside this program (plugins/module_utils/textfile.py)
+except ImportError:  # an older install without it: the guard guards, it writes no metrics
+    textfile = None
 
 GIB = 1024 ** 3
 
@@ -30,11 +37,13 @@ def mem_available(text):
     return None
 
 
-def write_state(path, state):
+def write_state(path, state, textfile_dir=None):
     tmp = path + ".tmp"
     with open(tmp, "w") as handle:
         json.dump(state, handle, sort_keys=True)
     os.replace(tmp, path)
+    if textfile_dir and textfile is not None:
+        textfile.write(textfile_dir, "ds41f_memguard.prom", textfile.render(textfile.memguard_metrics(state)))
 
 
 def log(message):
@@ -50,7 +59,7 @@ def trip(config, state, reason):
     else:
         log("docker kill %s: %s" % (name, (proc.stderr or proc.stdout).strip() or "exit %d" % proc.returncode))
     state.update(tripped=True, reason=reason, killed=proc.returncode == 0, time=time.time())
-    write_state(config["state_file"], state)
+    write_state(config["state_file"], state, config.get("textfile_dir"))
     return 1
 
 
@@ -78,7 +87,7 @@ def main(argv):
                      lowest_gib=gib if state["lowest_gib"] is None else min(gib, state["lowest_gib"]))
         if available < threshold:
             return trip(config, state, "MemAvailable %.2f GiB < %s GiB" % (gib, config["threshold_gib"]))
-        write_state(config["state_file"], state)
+        write_state(config["state_file"], state, config.get("textfile_dir"))
         time.sleep(interval)
 
 

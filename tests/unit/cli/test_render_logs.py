@@ -4,7 +4,11 @@ import shlex
 
 import pytest
 
+from ds41f import runs
 from ds41f.day2 import logs, render
+
+# What ansible.cfg gives every connection: keepalives and a connection timeout (the one place they are set).
+KEEPALIVE = ["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-o", "ConnectTimeout=10"]
 
 ONE_LINE = ("docker run -d --name spark-ds41f --network host --env 'A=x y' --volume /m:/models:ro "
             "--label 'ds41f.shape=tp3 ctx2048' localhost/ds41f-lab-engine:r1 serve /models --served-model-name a b "
@@ -28,12 +32,26 @@ def test_log_lines_carry_their_node():
 @pytest.mark.parametrize("ssh, start", [
     ({"host": "172.30.120.12", "user": "root", "port": "", "key": "/lab/id_ed25519",
       "args": "-o StrictHostKeyChecking=no -o LogLevel=ERROR"},
-     ["ssh", "-tt", "-o", "BatchMode=yes", "-i", "/lab/id_ed25519", "-o", "StrictHostKeyChecking=no", "-o",
+     ["ssh", "-tt", "-o", "BatchMode=yes", *KEEPALIVE, "-i", "/lab/id_ed25519", "-o", "StrictHostKeyChecking=no", "-o",
       "LogLevel=ERROR", "root@172.30.120.12"]),
     ({"host": "192.168.1.12", "user": "", "port": 2222, "key": "", "args": ""},
-     ["ssh", "-tt", "-o", "BatchMode=yes", "-p", "2222", "192.168.1.12"]),
+     ["ssh", "-tt", "-o", "BatchMode=yes", *KEEPALIVE, "-p", "2222", "192.168.1.12"]),
 ])
 def test_follow_reaches_each_node_as_the_inventory_says(ssh, start):
     argv = logs.follow_argv({"container": "spark-ds41f", "ssh": ssh}, 20)
     assert argv[:-1] == start
     assert argv[-1] == "docker logs --follow --tail 20 spark-ds41f 2>&1"
+
+
+def test_follow_takes_ansible_cfgs_ssh_budget_so_a_frozen_node_ends_its_stream():
+    assert runs.ssh_keepalive_args() == KEEPALIVE
+
+
+@pytest.mark.parametrize("command, seconds", sorted(runs.TASK_TIMEOUT_S.items()))
+def test_every_read_only_command_limits_each_task(command, seconds):
+    assert runs.budget_env(command) == {"ANSIBLE_TASK_TIMEOUT": str(seconds)}
+    assert 0 < seconds <= 120  # the doctor must name a silent node well inside its 90 s of a bad day
+
+
+def test_a_converging_run_has_no_task_limit_only_keepalives():
+    assert runs.budget_env("site") == {} and runs.budget_env("serve") == {}

@@ -77,3 +77,38 @@ def test_a_node_that_could_not_be_read_is_a_problem():
     lines, problems = status.report([("dgx1", HEAD)], failed=[("dgx2", "Read the node", "unreachable")])
     assert lines[-1] == "dgx2   not read: Read the node: unreachable"
     assert problems == ["dgx2: not read (unreachable)"]
+
+
+def test_a_frozen_node_is_a_problem_with_the_console_then_power_cycle_fix_and_the_others_still_read():
+    # What ssh says of a paused lab node (podman pause): its keepalives went unanswered, or its banner never came.
+    for seen in ("Failed to connect to the host via ssh: Timeout, server 172.30.120.13 not responding.",
+                 "Failed to connect to the host via ssh: Connection timed out during banner exchange"):
+        lines, problems = status.report([("dgx1", HEAD)], [("dgx3", "Status readings", seen)])
+        assert problems[0].startswith("dgx3: connected, no reply (") and "console or BMC" in problems[0]
+        assert "power-cycle" in problems[0] and lines[0].startswith("dgx1   rank 0")
+    _, problems = status.report([], [("dgx3", "Status readings", "ssh: connect to host x port 22: Connection refused")])
+    assert problems == ["dgx3: not read (ssh: connect to host x port 22: Connection refused)"]
+
+
+def test_a_hung_engine_whose_api_still_answers_is_a_problem_not_all_well():
+    head = copy.deepcopy(HEAD)
+    head["api"]["progress"] = {"state": "stalled", "ok": False,
+                               "seen": "2 request(s) running, no prompt or generated token in 20 s"}
+    lines, problems = status.report([("dgx1", head)])
+    assert lines[1] == ("head API http://172.30.120.11:8000 answering, engine stalled: 2 request(s) running, no "
+                        "prompt or generated token in 20 s")
+    assert problems == ["head engine stalled: 2 request(s) running, no prompt or generated token in 20 s. Fix: "
+                        + status.STALL_FIX]
+    head["api"]["progress"] = {"state": "answering", "ok": True, "seen": "first token in 0.3 s"}
+    lines, problems = status.report([("dgx1", head)])
+    assert problems == [] and lines[1].endswith("deepseek-v4.1-flash (first token in 0.3 s)")
+
+
+def test_the_watchdogs_state_is_shown_and_an_open_breaker_is_a_problem():
+    head = copy.deepcopy(HEAD)
+    head["watchdog"] = {"breaker": "closed", "restarts": 1, "last_restart": 1.0, "last_restart_ok": True}
+    lines, problems = status.report([("dgx1", head)])
+    assert lines[2] == "watchdog: breaker closed, 1 restart(s)" and problems == []
+    head["watchdog"].update(breaker="open", reason="stalled again 120 s after the restart")
+    _, problems = status.report([("dgx1", head)])
+    assert problems == ["serving watchdog left the group down: stalled again 120 s after the restart"]

@@ -292,3 +292,28 @@ def test_without_matplotlib_the_doctor_still_writes_its_svg_and_says_the_png_is_
     assert written == [str(tmp_path / "topology.svg")] and "dgx1" in (tmp_path / "topology.svg").read_text()
     assert not (tmp_path / "topology.png").exists()
     assert warned and "topology.png not drawn" in warned[0] and "pip install matplotlib" in warned[0]
+
+
+def test_a_hung_group_whose_api_answers_is_one_progress_row_with_the_group_restart_fix():
+    """The answering reading (recorded) with the progress probe's verdict on a stopped VLLM::Worker."""
+    hosts = {"dgx1": rank()}
+    hosts["dgx1"]["live"]["api"] = dict(api_reading("answering.json"), progress={
+        "state": "stalled", "ok": False, "seen": "1 request(s) running, no prompt or generated token in 20 s"})
+    findings, _ = live_checks.serving_group(hosts, "dgx1", "", ["deepseek-v4.1-flash"])
+    assert [(f["node"], f["setting"], f["found"]) for f in findings] == [
+        ("dgx1", "engine progress (http://127.0.0.1:8000)",
+         "1 request(s) running, no prompt or generated token in 20 s")]
+    assert "serve_replace" in findings[0]["fix"] and findings[0]["severity"] == "error"
+    hosts["dgx1"]["live"]["api"]["progress"] = {"state": "moving", "ok": True, "seen": "a prefill"}
+    assert live_checks.serving_group(hosts, "dgx1", "", ["deepseek-v4.1-flash"]) == ([], [])
+
+
+def test_the_watchdogs_open_breaker_or_failed_restart_is_a_row_one_good_restart_is_none():
+    assert live_checks.watchdog_findings("dgx1", None) == []
+    assert live_checks.watchdog_findings("dgx1", {"breaker": "closed", "restarts": 1, "last_restart": 5.0,
+                                                  "last_restart_ok": True}) == []
+    (row,) = live_checks.watchdog_findings("dgx1", {"breaker": "open", "reason": "stalled again 60 s after"})
+    assert row["setting"] == "serving watchdog (circuit breaker)" and row["found"] == "open: stalled again 60 s after"
+    (row,) = live_checks.watchdog_findings("dgx1", {"last_restart": 5.0, "last_restart_ok": False,
+                                                    "last_restart_result": "ssh ...: exit 255"})
+    assert row["found"] == "ssh ...: exit 255" and row["expected"] != row["found"]

@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+"""Whether a node's Docker engine answers: its unit's state and a ping of its API socket, and the finding and
+message when it does not. The image and serve stages ask before any Docker call, so a stopped engine is a named
+error with its fix instead of the Docker SDK's connection traceback. Pure Python but for the socket."""
+
+from __future__ import annotations
+
+import socket
+
+PING = b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n"
+
+
+def ping(path, timeout):
+    """(True, '') when the API on the unix socket ``path`` answers /_ping with 200 within ``timeout`` s, else
+    (False, what was seen)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(path)
+        sock.sendall(PING)
+        head = sock.recv(64).decode("latin-1")
+    except TimeoutError:
+        return False, "no answer on %s in %s s" % (path, timeout)
+    except OSError as exc:
+        return False, "%s: %s" % (path, exc.strerror or exc)
+    finally:
+        sock.close()
+    if head.split(" ", 2)[1:2] == ["200"]:
+        return True, ""
+    return False, "%s answered %r" % (path, head.splitlines()[0] if head else "nothing")
+
+
+def describe(state):
+    """A unit's state as the host baseline's unit policy words it ('enabled, active'), so the doctor folds the
+    stage's finding into the baseline's row of the same unit."""
+    return "%s, %s" % (state.get("UnitFileState") or "-", state.get("ActiveState") or "-")
+
+
+def verdict(node, unit, state, answering, seen):
+    """(message or None, findings) for one node: None and no findings when the engine answers."""
+    if answering:
+        return None, []
+    found = describe(state)
+    if state.get("ActiveState") == "active":  # running, but its API does not answer: a wedged engine
+        found = "%s, not answering (%s)" % (found, seen)
+        fix = "systemctl restart %s; if it hangs, read journalctl -u %s" % (unit, unit)
+        msg = "docker is running on %s but does not answer (%s): %s" % (node, seen, fix)
+    else:
+        fix = "systemctl enable --now %s" % unit
+        msg = "docker is not running on %s (%s; %s): systemctl start docker (ds41f run host_baseline keeps it " \
+              "enabled and running)" % (node, found, seen)
+    # The host baseline owns the unit: the finding is its row, whichever stage met it first.
+    return msg, [{"node": node, "stage": "host_baseline", "setting": unit, "expected": "enabled, active",
+                  "found": found, "fix": fix}]

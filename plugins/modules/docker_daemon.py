@@ -1,0 +1,101 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to dgxspark.ds41f
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: docker_daemon
+short_description: The node's Docker engine answers, or a named error with its fix
+version_added: 0.3.0
+description:
+  - Reads the Docker unit's state (C(systemctl show)) and pings the engine's API socket (C(GET /_ping)).
+  - When the engine does not answer, fails with a message naming the node and the fix ("docker is not running on
+    dgx4 ... systemctl start docker") and one finding on the host baseline's row of the unit, so the doctor shows
+    one row for it whichever stage met it. The image and serve stages run it before any Docker call.
+  - Changes nothing. The host baseline enables and starts the unit (O(unit) in C(host_baseline_container_units)).
+options:
+  node:
+    description: The node's inventory name, for the message.
+    type: str
+    required: true
+  unit:
+    description: The engine's systemd unit.
+    type: str
+    default: docker.service
+  socket:
+    description: The engine's API socket.
+    type: path
+    default: /var/run/docker.sock
+  timeout:
+    description: Seconds the ping may take.
+    type: float
+    default: 5
+attributes:
+  check_mode:
+    support: full
+    description: Only reads; the same in check mode.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+    description: Changes nothing.
+author:
+  - ds41f maintainers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Docker answers on this node (before the image stage's Docker calls)
+  dgxspark.ds41f.docker_daemon:
+    node: "{{ inventory_hostname }}"
+"""
+
+RETURN = r"""
+answering:
+  description: Whether the engine answered its ping.
+  returned: always
+  type: bool
+unit_state:
+  description: The unit's C(UnitFileState, ActiveState).
+  returned: always
+  type: str
+findings:
+  description: The doctor's row when the engine does not answer (stage host_baseline, setting the unit).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import docker_daemon
+
+
+def unit_state(module, unit):
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl:
+        return {}
+    rc, out, _ = module.run_command([systemctl, "show", "--property=UnitFileState,ActiveState", "--", unit])
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line) if rc == 0 else {}
+
+
+def main():
+    module = AnsibleModule(argument_spec={
+        "node": {"type": "str", "required": True},
+        "unit": {"type": "str", "default": "docker.service"},
+        "socket": {"type": "path", "default": "/var/run/docker.sock"},
+        "timeout": {"type": "float", "default": 5},
+    }, supports_check_mode=True)
+    p = module.params
+    answering, seen = docker_daemon.ping(p["socket"], p["timeout"])
+    state = unit_state(module, p["unit"])
+    msg, findings = docker_daemon.verdict(p["node"], p["unit"], state, answering, seen)
+    result = {"changed": False, "answering": answering, "unit_state": docker_daemon.describe(state),
+              "findings": findings}
+    if msg:
+        module.fail_json(msg=msg, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

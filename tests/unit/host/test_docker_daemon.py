@@ -1,0 +1,110 @@
+"""The container runtime is part of the baseline: the host baseline enables and starts Docker, and the image and
+serve stages ask whether it answers before any Docker call (docker_daemon), failing with the node and the fix.
+The ping runs against real unix sockets here; the unit states are systemctl's words."""
+
+import socket
+import threading
+
+import pytest
+import yaml
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import docker_daemon, drift
+from ansible_collections.dgxspark.ds41f.plugins.modules import unit_policy
+from tests.conftest import ROOT
+from tests.unit.host.test_host_baseline import FakeModule
+
+
+def serve_once(path, reply):
+    """A unix socket at ``path`` that answers one request with ``reply`` (None: accepts and says nothing)."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+
+    def answer():
+        conn, _ = server.accept()
+        conn.recv(256)
+        if reply is not None:
+            conn.sendall(reply)
+            conn.close()
+        else:
+            threading.Event().wait(3)
+            conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    return server
+
+
+def test_an_engine_that_answers_its_ping(tmp_path):
+    server = serve_once(tmp_path / "docker.sock", b"HTTP/1.1 200 OK\r\nApi-Version: 1.43\r\n\r\nOK")
+    try:
+        assert docker_daemon.ping(str(tmp_path / "docker.sock"), 2) == (True, "")
+    finally:
+        server.close()
+
+
+def test_a_stopped_engine_a_dead_socket_and_a_wedged_one_are_each_named(tmp_path):
+    answered, seen = docker_daemon.ping(str(tmp_path / "absent.sock"), 1)
+    assert not answered and seen.endswith("No such file or directory")
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(tmp_path / "dead.sock"))  # the file is there, nothing listens: docker stopped, socket left
+    dead.close()
+    answered, seen = docker_daemon.ping(str(tmp_path / "dead.sock"), 1)
+    assert not answered and seen.endswith("Connection refused")
+    server = serve_once(tmp_path / "wedged.sock", None)
+    try:
+        assert docker_daemon.ping(str(tmp_path / "wedged.sock"), 0.5) == (
+            False, "no answer on %s in 0.5 s" % (tmp_path / "wedged.sock"))
+    finally:
+        server.close()
+
+
+STOPPED = {"UnitFileState": "enabled", "ActiveState": "inactive"}
+
+
+def test_a_stopped_engine_is_the_named_error_and_the_baselines_row():
+    msg, findings = docker_daemon.verdict("dgx4", "docker.service", STOPPED, False,
+                                          "/var/run/docker.sock: Connection refused")
+    assert msg.startswith("docker is not running on dgx4 (enabled, inactive; ") and "systemctl start docker" in msg
+    assert findings == [{"node": "dgx4", "stage": "host_baseline", "setting": "docker.service",
+                         "expected": "enabled, active", "found": "enabled, inactive",
+                         "fix": "systemctl enable --now docker.service"}]
+    assert docker_daemon.verdict("dgx4", "docker.service", {"ActiveState": "active"}, True, "") == (None, [])
+
+
+def test_a_running_engine_that_does_not_answer_says_restart_not_start():
+    msg, findings = docker_daemon.verdict("dgx2", "docker.service", {"UnitFileState": "enabled",
+                                                                     "ActiveState": "active"}, False, "no answer")
+    assert "does not answer" in msg and findings[0]["found"] == "enabled, active, not answering (no answer)"
+    assert findings[0]["fix"].startswith("systemctl restart docker.service")
+
+
+@pytest.mark.parametrize("file_state", ["enabled", "disabled"])
+def test_the_stage_finding_and_the_baselines_unit_row_are_one_doctor_row(file_state):
+    """The unit policy (the host baseline's audit) and the stage's check see one stopped Docker: one row."""
+    state = dict(STOPPED, UnitFileState=file_state)
+    show = "Id=docker.service\nLoadState=loaded\nUnitFileState=%s\nActiveState=inactive\nConditionResult=yes\n" % (
+        file_state)
+    module = FakeModule({"default_target": None, "enable": ["docker.service"], "disable": [], "mask": []}, show)
+    (unit, expected, found, fix, _), = unit_policy.policy_changes(module, unit_policy.Systemd(module), {}, [])
+    baseline = drift.rows_from_result("dgx4", "host_baseline", "Units", {"drift": [
+        {"setting": unit, "expected": expected, "found": found, "fix": fix}], "changed": True})
+    _, findings = docker_daemon.verdict("dgx4", "docker.service", state, False, "refused")
+    stage = drift.rows_from_result("dgx4", "image", "Docker answers on this node", {"failed": True,
+                                                                                   "findings": findings})
+    assert len(drift.dedupe(baseline + stage)) == 1
+
+
+def test_the_host_baseline_enables_and_starts_docker_by_default():
+    defaults = yaml.safe_load((ROOT / "roles" / "host_baseline" / "defaults" / "main.yml").read_text())
+    assert defaults["host_baseline_container_units"] == ["docker.service"]
+    steps = yaml.safe_load((ROOT / "roles" / "host_baseline" / "vars" / "main.yml").read_text())
+    policy = next(s for s in steps["_host_baseline_unit_steps"] if s["module"] == "unit_policy")
+    assert "host_baseline_container_units" in policy["args"]["enable"]
+
+
+@pytest.mark.parametrize("tasks", ["roles/image/tasks/main.yml", "roles/serve/tasks/read.yml"])
+def test_the_image_and_serve_stages_ask_docker_before_any_docker_call(tasks):
+    text = (ROOT / tasks).read_text()
+    assert "module: docker_daemon" in text
+    assert text.index("module: docker_daemon") < min(
+        i for i in (text.find("docker_image"), text.find("serve_facts"), text.find("from_lock")) if i >= 0)

@@ -1,0 +1,150 @@
+"""Nothing secret in what a run leaves behind: every task of every role and playbook that hands the API key to a
+module either keeps its whole result out of logs (no_log) or gives it to a parameter its module declares no_log
+(Ansible then removes the value from everything the module returns). Generated from the task files themselves, so a
+new task that carries the key is checked without anyone listing it."""
+
+import re
+import sys
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+# The variables that hold the API key, or a result that holds it.
+SECRETS = re.compile(r"\b(serve_api_key_value|serve_api_key|day2_key|serve__api_key_read)\b")
+TASK_FILES = sorted(list((ROOT / "roles").glob("*/tasks/*.yml")) + list((ROOT / "playbooks").rglob("*.yml")))
+CONTROL = {"name", "when", "register", "tags", "loop", "loop_control", "delegate_to", "run_once", "changed_when",
+           "failed_when", "check_mode", "become", "notify", "listen", "no_log", "ignore_errors", "until", "retries",
+           "delay", "timeout", "block", "rescue", "always", "environment", "any_errors_fatal", "args"}
+
+
+def tasks(items):
+    for item in items or []:
+        if not isinstance(item, dict):
+            continue
+        if "hosts" not in item and not any("import_playbook" in k for k in item):  # a play is no task
+            yield item
+        for key in ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers"):
+            yield from tasks(item.get(key))
+
+
+def no_log_params(module):
+    """The parameters a collection module declares no_log (read from its argument spec in the source)."""
+    path = ROOT / "plugins" / "modules" / (module.rsplit(".", 1)[-1] + ".py")
+    if not path.exists():
+        return set()
+    return set(re.findall(r'"(\w+)": \{[^}]*"no_log": True', path.read_text()))
+
+
+def carriers(task):
+    """[(module, parameter, text)] of the task's arguments (node_steps: each step's) that mention a secret."""
+    out = []
+    for key, value in task.items():
+        if key in CONTROL or key == "vars":
+            continue
+        if "node_steps" in key and isinstance(value, dict) and isinstance(value.get("steps"), list):
+            for step in value["steps"]:
+                if not isinstance(step, dict):  # a templated step list: the whole module counts
+                    out += [(key, "(steps)", str(step))] if SECRETS.search(str(step)) else []
+                    continue
+                step_args = step.get("args") or {}
+                if not isinstance(step_args, dict):  # templated arguments: the whole step counts
+                    step_args = {"(args)": step_args}
+                for param, text in step_args.items():
+                    if SECRETS.search(str(text)):
+                        out.append((step["module"], param, str(text)))
+        elif isinstance(value, dict):
+            out += [(key, param, str(text)) for param, text in value.items() if SECRETS.search(str(text))]
+        elif SECRETS.search(str(value)):
+            out.append((key, "(free form)", str(value)))
+    # Task vars are templated into its arguments: a secret there counts for the module as a whole.
+    if any(SECRETS.search(str(v)) for v in (task.get("vars") or {}).values()):
+        out.append((next((k for k in task if k not in CONTROL and k != "vars"), "?"), "(vars)", "vars"))
+    return out
+
+
+CASES = []
+for path in TASK_FILES:
+    for task in tasks(yaml.safe_load(path.read_text())):
+        for module, param, _ in carriers(task):
+            CASES.append(pytest.param(task, module, param, id="%s:%s:%s" % (path.relative_to(ROOT), task.get(
+                "name", "?")[:40], param)))
+
+
+def test_the_scan_finds_the_tasks_that_carry_the_key():
+    assert len(CASES) >= 6  # the smoke request, readiness, restore, status, the key file and its engine config
+
+
+@pytest.mark.parametrize("task, module, param", CASES)
+def test_every_task_that_carries_the_key_keeps_it_out_of_logs(task, module, param):
+    if task.get("no_log") is True:
+        return
+    if module in ("ansible.builtin.set_fact", "set_fact", "ansible.builtin.assert", "assert"):
+        pytest.fail("%s puts the key into a fact or message without no_log" % task.get("name"))
+    assert param in no_log_params(module), (
+        "%s hands the API key to %s's %s, which is not no_log: its value reaches job_events and -vvv output. Fix: "
+        "no_log: true on the task, or give it to a no_log parameter" % (task.get("name"), module, param))
+
+
+def test_the_smoke_request_says_what_came_back_without_the_request():
+    smoke = yaml.safe_load((ROOT / "roles" / "serve" / "tasks" / "smoke.yml").read_text())
+    request = next(t for t in smoke if "ansible.builtin.uri" in t)
+    check = smoke[smoke.index(request) + 1]
+    assert request["no_log"] is True and request["failed_when"] is False
+    assert "serve__smoke.status" in str(check["ansible.builtin.assert"]) and "Authorization" not in str(check)
+
+
+def test_a_smoke_request_at_vvv_through_the_runner_leaves_the_key_nowhere(tmp_path, monkeypatch):
+    """The real smoke request and its check (taken from smoke.yml as they are) run by ansible-runner at -vvv against
+    a loopback server that answers as vLLM does; then every file of the run folder (job_events, stdout, command)
+    and the fact cache is searched for the key, and the server saw it."""
+    import http.server
+    import json
+    import threading
+
+    from ds41f import runs
+
+    key = "ds41f-test-key-7c1e9b2f0a4d"
+    seen = []
+
+    class Api(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            seen.append(self.headers.get("Authorization"))
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"model": "ds41f-tiny", "choices": [{"message": {"content": "42"},
+                                                                    "finish_reason": "length"}],
+                               "usage": {"prompt_tokens": 9, "completion_tokens": 4}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Api)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    smoke = yaml.safe_load((ROOT / "roles" / "serve" / "tasks" / "smoke.yml").read_text())
+    request = next(t for t in smoke if "ansible.builtin.uri" in t)
+    tasks = [request, smoke[smoke.index(request) + 1]]
+    playbook = tmp_path / "smoke.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": True, "vars": {
+        "serve_api_key_value": key, "serve_spec": {"port": server.server_port, "served_names": ["ds41f-tiny"]},
+        "serve_smoke_prompt": "What is 19 + 23?", "serve_smoke_max_tokens": 4}, "tasks": tasks}]))
+    monkeypatch.setattr(runs, "RUNS", tmp_path / "runs")
+    facts = tmp_path / "facts"
+    try:
+        result = runs.run_playbook("smoke", [str(playbook), "-i", "localhost,", "-c", "local", "-vvv"], {
+            "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(facts), "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp"),
+            "ANSIBLE_PYTHON_INTERPRETER": sys.executable}, quiet=True)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.rc == 0, (result.artifacts / "stdout").read_text()
+    assert seen == ["Bearer " + key]  # the request did carry it
+    assert "smoke: 4 tokens from ds41f-tiny" in (result.artifacts / "stdout").read_text()
+    files = [p for p in list((tmp_path / "runs").rglob("*")) + list(facts.rglob("*")) if p.is_file()]
+    assert len(files) > 10 and any("job_events" in str(p) for p in files)
+    assert [str(p) for p in files if key in p.read_text(errors="replace")] == []

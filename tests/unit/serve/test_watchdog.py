@@ -1,0 +1,91 @@
+"""The serving watchdog's decisions (roles/serve/files/ds41f-watchdog.py): a stall counted, the group restarted
+once after enough stalled looks, never during a prefill that still moves, and the circuit breaker's refusal within
+its window; then one real restart through its commands and the loopback engine of test_engine_progress."""
+
+import importlib.util
+import json
+import sys
+
+import pytest
+import yaml
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_progress, textfile
+from tests.conftest import ROOT
+from tests.unit.serve.test_engine_progress import Engine, engine  # noqa: F401  (the loopback engine fixture)
+
+DEFAULTS = yaml.safe_load((ROOT / "roles" / "serve" / "defaults" / "main.yml").read_text())
+CONFIG = {"stalls": DEFAULTS["serve_watchdog_stalls"], "window_s": DEFAULTS["serve_watchdog_window_s"]}
+STALLED = {"state": "stalled", "ok": False, "seen": "1 request(s) running, no prompt or generated token in 20 s"}
+MOVING = {"state": "moving", "ok": True, "seen": "0 prompt, 0 generated and 8192 scheduled token(s) in 20 s"}
+
+
+@pytest.fixture(scope="module")
+def watchdog():
+    # Installed, the progress judge sits beside the program under this name (tasks/watchdog.yml).
+    sys.modules["ds41f_engine_progress"] = engine_progress
+    sys.modules["ds41f_textfile"] = textfile
+    spec = importlib.util.spec_from_file_location("ds41f_watchdog", ROOT / "roles" / "serve" / "files" /
+                                                  "ds41f-watchdog.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_defaults_are_on_and_need_more_than_one_stalled_look():
+    assert DEFAULTS["serve_watchdog"] is True and CONFIG["stalls"] >= 2 and CONFIG["window_s"] >= 600
+
+
+def test_stalled_looks_in_a_row_restart_the_group_and_one_good_look_resets_the_count(watchdog):
+    state = {}
+    actions = [watchdog.decide(state, v, t, CONFIG) for t, v in enumerate([STALLED, MOVING] + [STALLED] * 2)]
+    assert actions == ["watch", "ok", "watch", "restart"] if CONFIG["stalls"] == 2 else actions[-1] == "restart"
+    assert state["verdict"] == "stalled" and state["seen"] == STALLED["seen"]
+
+
+def test_a_prefill_that_moves_for_longer_than_any_window_never_restarts(watchdog):
+    state = {}
+    assert {watchdog.decide(state, MOVING, t * 30.0, CONFIG) for t in range(200)} == {"ok"}
+
+
+def test_a_second_stall_inside_the_window_trips_the_breaker_and_says_why(watchdog):
+    state = {"last_restart": 1000.0, "restarts": 1}
+    actions = [watchdog.decide(state, STALLED, 1000.0 + 60 * i, CONFIG) for i in range(1, 1 + CONFIG["stalls"])]
+    assert actions[-1] == "breaker" and state["breaker"] == "open"
+    assert "stalled again" in state["reason"] and "serve_replace" in state["reason"]
+    later = {"last_restart": 1000.0}
+    after = [watchdog.decide(later, STALLED, 1000.0 + CONFIG["window_s"] + i, CONFIG) for i in range(CONFIG["stalls"])]
+    assert after[-1] == "restart"  # outside the window: one more restart
+
+
+def test_a_restart_runs_its_commands_in_order_then_waits_for_a_first_token(watchdog, engine, tmp_path):  # noqa: F811
+    engine.RequestHandlerClass = type("Answering", (Engine,), {})
+    order = tmp_path / "order"
+    config = {"api_url": "http://127.0.0.1:%d" % engine.server_port, "model": "ds41f-tiny", "first_token_s": 5,
+              "ready_timeout_s": 30, "restart": [["sh", "-c", "echo worker >> %s" % order],
+                                                 ["sh", "-c", "echo head >> %s" % order]]}
+    ok, what = watchdog.restart(config, "k")
+    assert ok and what.startswith("ready again, first token in ")
+    assert order.read_text().split() == ["worker", "head"]
+    failing = dict(config, restart=[["sh", "-c", "exit 3"], ["sh", "-c", "echo head >> %s" % order]])
+    ok, what = watchdog.restart(failing, "k")
+    assert not ok and "exit 3" in what and order.read_text().split() == ["worker", "head"]  # the head was not touched
+
+
+def test_the_state_file_is_json_a_reader_can_load(watchdog, tmp_path):
+    path = tmp_path / "run" / "watchdog.json"
+    watchdog.write_state(str(path), {"breaker": "open", "reason": "why"})
+    assert json.loads(path.read_text()) == {"breaker": "open", "reason": "why"}
+
+
+def test_the_state_goes_to_node_exporters_textfile_folder_and_parses(watchdog, tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    state = {"breaker": "open", "restarts": 1, "last_restart": 1764750000.0, "verdict": "stalled",
+             "checked_at": 1764750100.0, "reason": 'stalled "again"'}
+    watchdog.write_state(str(tmp_path / "watchdog.json"), state, str(tmp_path / "textfile"))
+    families = {f.name: f for f in text_string_to_metric_families((tmp_path / "textfile" / "ds41f_watchdog.prom")
+                                                                  .read_text())}
+    assert families["ds41f_watchdog_breaker_open"].samples[0].value == 1
+    assert families["ds41f_watchdog_restarts"].type == "counter"  # the parser drops a counter's _total
+    assert {s.labels["verdict"]: s.value for s in families["ds41f_watchdog_verdict"].samples}["stalled"] == 1
+    assert not list((tmp_path / "textfile").glob("*.tmp"))
