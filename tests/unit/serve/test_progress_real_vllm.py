@@ -13,6 +13,8 @@ from ansible.module_utils.urls import open_url
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_progress as ep
 from ds41f.lab import engine
 
+pytestmark = pytest.mark.lab_engine
+
 PORT = 18491  # loopback only
 
 
