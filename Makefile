@@ -64,11 +64,11 @@ $(SGLANG_PARSER)/.installed:
 	  sglang==0.5.23 triton==3.9.0 orjson==3.13.0 ipython==9.18.1 traitlets==5.16.1
 	touch $@
 
-# .venv runs every test but those that import the lab engine's cp311 site (engine_python): the engine's venv runs
-# those.
+# .venv runs every test but those that import the lab engine's cp311 site (engine_python) or need torch and
+# TileLang (torch, cp311 here too): the engine's venv runs those.
 unit: venv engine-venv
-	pytest -q -m "not engine_python" tests/unit
-	$(ENGINE_VENV)/bin/pytest -q -m engine_python tests/unit
+	pytest -q -m "not engine_python and not torch" tests/unit
+	$(ENGINE_VENV)/bin/pytest -q -m "engine_python or torch" tests/unit
 
 # The per-version checks on every pair of MATRIX, side by side, without containers: the unit tests (lab_engine ones
 # left out), sanity, the tarball in a user project (tests/galaxy/matrix.sh; logs in .cache/matrix/logs/).
@@ -96,7 +96,7 @@ $(CORE_VENV)/.installed: $(VENV)/.installed meta/runtime.yml
 	tests/galaxy/matrix_venv.sh $(CORE_VENV) $(PYTHON) $(CORE_OLDEST)
 	touch $@
 core-oldest: venv $(CORE_VENV)/.installed
-	PATH=$(CORE_VENV)/bin:$$PATH pytest -q -m "not engine_python" tests/unit
+	PATH=$(CORE_VENV)/bin:$$PATH pytest -q -m "not engine_python and not torch" tests/unit
 	PATH=$(CORE_VENV)/bin:$$PATH tests/galaxy/user_project.sh
 core-oldest-lab: venv $(CORE_VENV)/.installed
 	PATH=$(CORE_VENV)/bin:$$PATH timeout --kill-after=60 1200 molecule test -s host-baseline

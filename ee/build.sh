@@ -58,16 +58,12 @@ count() { grep -o '[0-9]* recipe variables checked against [0-9]* roles' "$1" | 
 nav=(--eei "$image" --mode stdout --pull-policy never --container-engine podman --playbook-artifact-enable false
      --log-file "$work/navigator.log")
 
-# ansible-navigator refuses podman without /dev/mqueue (POSIX message queues); making it changes the host, so
-# this script does not: the image is built, the runs below wait for it.
-if [ ! -d /dev/mqueue ]; then
-  echo "ansible-navigator needs /dev/mqueue with podman. Fix (as root, once): mkdir /dev/mqueue && mount -t mqueue" \
-    "none /dev/mqueue; then make ee again (the image is kept: $image)" >&2
-  exit 1
-fi
+# ansible-navigator refuses podman without /dev/mqueue: where this machine lacks it, ee/with-mqueue.sh gives the
+# runs one in a private mount namespace, leaving the host's /dev as it is.
+navigator() { "$root/ee/with-mqueue.sh" ansible-navigator "$@"; }
 
 step "ansible-navigator run playbooks/validate.yml -i inventories/ring4 (the checkout, in $image)"
-ansible-navigator run playbooks/validate.yml -i inventories/ring4 "${nav[@]}" > "$work/checkout.log" 2>&1 \
+navigator run playbooks/validate.yml -i inventories/ring4 "${nav[@]}" > "$work/checkout.log" 2>&1 \
   || { tail -40 "$work/checkout.log"; exit 1; }
 echo "   $(count "$work/checkout.log")"
 took
@@ -78,7 +74,7 @@ trap 'rm -rf "$project"' EXIT
 mkdir -p "$project/inventory"
 cp inventories/ring4/ring4.spark.yml "$project/inventory/site.spark.yml"
 printf -- '---\n- name: Validation of the site, from the collection in the execution environment\n  ansible.builtin.import_playbook: dgxspark.ds41f.validate\n' > "$project/site.yml"
-(cd "$project" && ansible-navigator run site.yml -i inventory "${nav[@]}") > "$work/project.log" 2>&1 \
+(cd "$project" && navigator run site.yml -i inventory "${nav[@]}") > "$work/project.log" 2>&1 \
   || { tail -40 "$work/project.log"; exit 1; }
 echo "   $(count "$work/project.log")"
 [ -n "$(count "$work/project.log")" ] && [ "$(count "$work/project.log")" = "$(count "$work/checkout.log")" ] \

@@ -13,10 +13,11 @@ import subprocess
 import sys
 
 
-def verdicts(script, request, engine, timeout, env=None):
-    """The child's verdicts, or a RuntimeError naming ``engine`` and why its parser gave none."""
+def verdicts(script, request, engine, timeout, env=None, python=None):
+    """The child's verdicts (the child run by ``python``, else this Python), or a RuntimeError naming ``engine`` and
+    why its parser gave none."""
     try:
-        proc = subprocess.run([sys.executable, os.path.abspath(script)], input=json.dumps(request), text=True,
+        proc = subprocess.run([python or sys.executable, os.path.abspath(script)], input=json.dumps(request), text=True,
                               capture_output=True, timeout=timeout, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise RuntimeError("%s's parser did not run: %s" % (engine, exc)) from exc

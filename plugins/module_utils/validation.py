@@ -112,8 +112,10 @@ def launch_problems(cluster, host_values):
         elif values.get("serve_engine") == sglang_check.NAME:
             sglang_ranks.append(("%d (%s)" % (node.rank, node.name), spec["command"]))
     if sglang_ranks:  # SGLang's parser, where the controller has it (no lab node can parse it)
-        paths = (host_values.get(cluster.head.name) or {}).get(sglang_check.PATH_VAR) or []
-        problems += [Problem(*p) for p in sglang_check.problems(sglang_ranks, paths)]
+        head = host_values.get(cluster.head.name) or {}
+        paths = head.get(sglang_check.PATH_VAR) or []
+        problems += [Problem(*p) for p in sglang_check.problems(sglang_ranks, paths,
+                                                                head.get(sglang_check.PYTHON_VAR) or None)]
     if argvs and vllm_check.available():
         values = argvs[0][1]
         patched = (values.get("serve_patched_flags") or {}).get(values.get("ds41f_release")) or []

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/galaxy/matrix.sh PAIR...: the per-version checks (make matrix). A PAIR is PYTHON:CORE:ANSIBLE, e.g.
 # 3.11:2.19.14:12.3.0 (Python, ansible-core, and the community package that brings the collections Galaxy would).
-# For each pair, in its own venv: the unit tests (except those marked lab_engine: they test vLLM, SGLang and torch,
-# not ansible-core), ansible-test sanity on the built tarball, and the tarball in an empty user project (validation
+# For each pair, in its own venv: the unit tests (except those marked lab_engine or torch: they test vLLM, SGLang,
+# torch and TileLang, not ansible-core), ansible-test sanity on the built tarball, and the tarball in an empty user project (validation
 # of inventories/ring4 there and in the checkout). No container starts; the pairs run at the same time, each with
 # its log in .cache/matrix/logs/, and a summary gives every step's seconds.
 #   tests/galaxy/matrix.sh --venv PAIR   only make (or reuse) that pair's venv; prints its folder
@@ -16,7 +16,7 @@ venv() {  # venv PAIR: the pair's venv folder, made when missing or stale
   local py core ansible dir key
   IFS=: read -r py core ansible <<< "$1"
   dir="$cache/py$py-core${core%.*}"
-  key=$(cat "$root/requirements-dev.txt" "$root/setup.py" "$root/tests/galaxy/matrix_venv.sh" \
+  key=$(cat "$root/requirements-dev.txt" "$root/requirements-torch.txt" "$root/setup.py" "$root/tests/galaxy/matrix_venv.sh" \
         <(echo "$1") <(stat -c %Y "$root/.venv/.installed" 2>/dev/null) | sha256sum | cut -c1-16)
   if [ "$(cat "$dir/.installed" 2>/dev/null)" != "$key" ]; then
     echo "== venv $1 (making $dir)" >&2
@@ -40,7 +40,7 @@ check() {  # check PAIR DIR: the pair's steps in order; "step wall-seconds cpu-s
   : > "$log"; : > "$steps"
   for step in unit sanity user-project; do
     case $step in
-      unit) cmd=(pytest -q -p no:cacheprovider -m "not lab_engine" tests/unit) ;;
+      unit) cmd=(pytest -q -p no:cacheprovider -m "not lab_engine and not torch" tests/unit) ;;
       sanity) cmd=(env DS41F_SANITY_DIR="${TMPDIR:-/tmp}/ds41f-sanity-$name" tests/galaxy/sanity.sh) ;;
       user-project) cmd=(tests/galaxy/user_project.sh) ;;
     esac

@@ -3,7 +3,7 @@
 # Python PYTHON (3.11, 3.12, ...; found by tests/galaxy/find_python.sh) with ansible-core CORE and, when given, the
 # community package ANSIBLE (the collections Galaxy would bring; Galaxy is not reachable from CI).
 # On .venv's own Python, every other package of .venv is linked in (no second download of torch and the rest); on
-# another Python, requirements-dev.txt is installed with these two pins swapped. Either way with the project
+# another Python, requirements-dev.txt is installed with these two pins swapped (and requirements-torch.txt on 3.11). Either way with the project
 # (pip install -e .), so its setup.py range is checked against CORE too.
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 DIR PYTHON CORE [ANSIBLE]" >&2; exit 2; }
@@ -37,7 +37,11 @@ if [ "$("$root/.venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_inf
   chmod +x "$dir/bin/pytest"
 else
   grep -v '^ansible==\|^ansible-core==' "$root/requirements-dev.txt" > "$dir/requirements.txt"
-  "$dir/bin/python" -m pip install -q --disable-pip-version-check -r "$dir/requirements.txt" "${pins[@]}"
+  # torch and TileLang only where torch 2.13.0's CPU wheel lies on disk (cp311): the engine's venv, which runs the
+  # tests marked torch. Elsewhere pip would download a CUDA build of several GB.
+  torch=()
+  [ "$python" = 3.11 ] && torch=(-r "$root/requirements-torch.txt")
+  "$dir/bin/python" -m pip install -q --disable-pip-version-check -r "$dir/requirements.txt" "${torch[@]}" "${pins[@]}"
   "$dir/bin/python" -m pip install -q --disable-pip-version-check -e "$root"
 fi
 "$dir/bin/python" -c "import ansible.release as r, sys; print('ansible-core', r.__version__, 'on Python', sys.version.split()[0], 'in', sys.prefix)"

@@ -21,6 +21,8 @@ import sys
 # Where the controller finds SGLang's parser when the sglang package is not in its own Python (the lab:
 # .lab/shared/sglang-parser over the lab engine's site, `make sglang-parser`).
 PATH_VAR = "serve_sglang_parser_path"
+# The interpreter that runs it, when those folders hold another Python's wheels (the lab engine's are cp311).
+PYTHON_VAR = "serve_sglang_parser_python"
 NAME = "sglang"
 
 
@@ -47,13 +49,14 @@ def _verdicts(argvs):
     return verdicts
 
 
-def errors(argvs, paths, timeout=900):
-    """SGLang's verdict on each argument list, or a RuntimeError saying why the parser did not run."""
+def errors(argvs, paths, python=None, timeout=900):
+    """SGLang's verdict on each argument list (run by ``python``, else the controller's own), or a RuntimeError
+    saying why the parser did not run."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in paths))
     # Imported here: this file also runs as the child script, where the collection is not on sys.path.
     from ansible_collections.dgxspark.ds41f.plugins.module_utils import parser_process
 
-    return parser_process.verdicts(__file__, argvs, "SGLang", timeout, env)
+    return parser_process.verdicts(__file__, argvs, "SGLang", timeout, env, python)
 
 
 def available(paths=()):
@@ -66,13 +69,13 @@ def available(paths=()):
         return False
 
 
-def problems(ranks, paths=()):
+def problems(ranks, paths=(), python=None):
     """(field, message, fix) for the controller's validation: ``ranks`` are (rank label, argv) pairs, checked by
     SGLang's parser in one process; one problem per distinct refusal, naming the ranks it hit."""
     if not ranks or not available(paths):
         return []
     try:
-        verdicts = errors([argv for _, argv in ranks], list(paths or ()))
+        verdicts = errors([argv for _, argv in ranks], list(paths or ()), python)
     except RuntimeError as exc:
         return [("sglang", "%s." % exc, "repair the SGLang parser on the controller (make sglang-parser) or empty "
                  "%s." % PATH_VAR)]
