@@ -39,9 +39,10 @@ def test_the_images_run_vllm_serve_and_vllm_is_the_lab_shim(built):
         assert path.split(":")[0] == engine.NODE_ENGINE + "/bin/lab"
     shim = engine.BIN / "lab" / "vllm"
     assert shim.resolve() == (engine.BIN / "lab-rank").resolve()
-    version = subprocess.run([str(shim), "--version"], capture_output=True, text=True, timeout=120)
+    # Run by the engine's Python, as python3 (bookworm's 3.11) runs it in a node: the site's wheels are cp311.
+    version = subprocess.run([engine.python(), str(shim), "--version"], capture_output=True, text=True, timeout=120)
     assert version.returncode == 0 and version.stdout.strip() == engine.VLLM_VERSION  # not serve: vLLM's own CLI
-    refused = subprocess.run([str(shim), "serve", "/models", "--max-num-seqs", "many"], capture_output=True,
+    refused = subprocess.run([engine.python(), str(shim), "serve", "/models", "--max-num-seqs", "many"], capture_output=True,
                              text=True, timeout=120)
     assert refused.returncode == 2 and "--max-num-seqs: invalid int value: 'many'" in refused.stderr
 
