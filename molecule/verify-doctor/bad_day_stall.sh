@@ -1,4 +1,4 @@
-# bad_day.yml: stop the head's vLLM engine core (SIGSTOP), as a hung collective or kernel leaves it: the API still
+# bad_day.yml: stop the head's vLLM worker (SIGSTOP), as a hung collective or kernel leaves it: the API still
 # answers, no token comes. With BD_REQUESTS=N (N > 0), N long streamed requests are sent first and the core is
 # stopped once the engine's own gauge shows them running. The pids go to the head's /run/bad-day-stopped, for the
 # SIGCONT that puts them back. BD_HEAD: the head's lab container.
@@ -22,8 +22,12 @@ if [ "$n" -gt 0 ]; then
     sleep 0.5
   done
 fi
-pids=$(for p in /proc/[0-9]*; do tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q '^VLLM::EngineCore' && echo "${p#/proc/}"; done || true)
-[ -n "$pids" ] || { echo "no VLLM::EngineCore process on the head" >&2; exit 1; }
+# The worker that runs the model (vLLM's multiproc executor names it VLLM::Worker), as a hung collective or kernel
+# leaves it; the engine core itself where there is no separate worker.
+proc=Worker
+grep -qs '^VLLM::Worker' /proc/[0-9]*/cmdline || proc=EngineCore
+pids=$(for p in /proc/[0-9]*; do tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q "^VLLM::$proc" && echo "${p#/proc/}"; done || true)
+[ -n "$pids" ] || { echo "no VLLM::$proc process on the head" >&2; exit 1; }
 kill -STOP $pids
 echo $pids >> /run/bad-day-stopped
 echo "stopped $pids; requests running: $(metric vllm:num_requests_running)"
