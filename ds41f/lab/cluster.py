@@ -82,7 +82,7 @@ class Lab:
         self.ensure_key()
         created = [node.name for node in cluster.nodes if self.ensure_node(node, img)]
         if created:  # new machines: facts cached for the old ones no longer hold
-            shutil.rmtree(self.state / "facts", ignore_errors=True)
+            self.forget_facts()
         self.wait_systemd(cluster, log=log)
         wired = self.wire(cluster)
         self.authorize(cluster)
@@ -92,6 +92,16 @@ class Lab:
             self.name, len(cluster.nodes), cluster.shape.name, wired,
             self.inventory.relative_to(paths.ROOT), time.monotonic() - start))
         return self.inventory
+
+    def forget_facts(self):
+        """Empty the lab's fact cache, keeping its folder: the ansible-playbook that runs `ds41f lab up` (molecule's
+        create) made it at its start and writes its own facts there when the task ends."""
+        facts = self.state / "facts"
+        for path in facts.iterdir() if facts.is_dir() else ():
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
 
     def subnet(self, cluster):
         if cluster.management_network:

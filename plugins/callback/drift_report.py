@@ -209,6 +209,8 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_stats(self, stats):
         self._stats_hosts = sorted(stats.processed)
         self._stats_failed = [h for h in self._stats_hosts if stats.failures.get(h) or stats.dark.get(h)]
+        # Not read: silent or unreachable. A node where a task failed (the verdict's run_once host) was read.
+        self._stats_dark = [h for h in self._stats_hosts if stats.dark.get(h)]
         rows = self.table_rows()
         directory = self._report_dir()
         written = self._write(directory, rows)
@@ -244,9 +246,10 @@ class CallbackModule(CallbackBase):
     def _textfile(self, directory, rows):
         """The verdict in Prometheus text format: doctor.prom beside the report, and in node_exporter's textfile
         folder when DS41F_TEXTFILE_DIR names one (docs/stages/verify.md)."""
-        processed = getattr(self, "_stats_hosts", None) or []
-        failed = getattr(self, "_stats_failed", None) or []
-        text = textfile.render(textfile.doctor_metrics(drift.counts(rows), len(processed), len(failed), time.time()))
+        # The cluster's nodes (the controller's own plays run on localhost, which is none of them).
+        processed = [h for h in getattr(self, "_stats_hosts", None) or [] if h not in ("localhost", "127.0.0.1")]
+        dark = getattr(self, "_stats_dark", None) or []
+        text = textfile.render(textfile.doctor_metrics(drift.counts(rows), len(processed), len(dark), time.time()))
         written = [textfile.write(directory, "doctor.prom", text)]
         if os.environ.get("DS41F_TEXTFILE_DIR"):
             written.append(textfile.write(os.environ["DS41F_TEXTFILE_DIR"], "ds41f_doctor.prom", text))

@@ -49,16 +49,19 @@ def _path_end(node, netdev, address, link, mtu, cidr):
 
 
 def fabric(cables, links_by_node, pings_by_node, mtu):
-    """One row per path that is not right (``cables``: spark_cables; ``links_by_node``: {node: {netdev: state}})."""
+    """One row per path that is not right (``cables``: spark_cables; ``links_by_node``: {node: {netdev: state}}).
+    A node without a reading (silent, unreachable) is not judged: its end of a path is unknown, not missing, and
+    so is whether the path carries pings; the node's own row says why."""
     out = []
     for row in cables:
         ends = [(row["a"], row["a_netdev"])]
         if row["b"] != "switch":
             ends.append((row["b"], row["b_netdev"]))
-        causes = [_path_end(node, netdev, row["addresses"][node], links_by_node.get(node, {}).get(netdev), mtu,
-                            row["cidr"]) for node, netdev in ends]
+        read = [(node, netdev) for node, netdev in ends if node in links_by_node]
+        causes = [_path_end(node, netdev, row["addresses"][node], links_by_node[node].get(netdev), mtu,
+                            row["cidr"]) for node, netdev in read]
         causes = [c for c in causes if c]
-        if causes:
+        if causes or len(read) < len(ends):
             out.extend(causes)
             continue
         for node, netdev in ends:  # both ends look right: judge the path by its pings

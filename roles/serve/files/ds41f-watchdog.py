@@ -5,14 +5,15 @@ Run by ds41f-watchdog.service on the head (dgxspark.ds41f serve stage) with a JS
     {"api_url": "http://127.0.0.1:8000", "key_file": "/etc/ds41f/serve/api-key.env", "model": "...",
      "interval_s": 30, "first_token_s": 20, "stalls": 2, "window_s": 3600, "ready_timeout_s": 3600,
      "restart": [[argv of each worker's restart]..., [argv of the head's restart]],
-     "state_file": "/run/ds41f/watchdog.json", "records": "/var/lib/ds41f/serve/watchdog-restarts.jsonl",
+     "state_file": "/run/ds41f/watchdog.json", "records": "/var/lib/ds41f/releases/watchdog-restarts.jsonl",
      "textfile_dir": "/var/lib/prometheus/node-exporter"}
 
 Every interval it judges the engine by progress (ds41f_engine_progress.py beside it, the collection's
 plugins/module_utils/engine_progress.py: a streamed request with a first-token deadline, the /metrics token
 counters before and after). After ``stalls`` stalled looks in a row (requests in flight, nothing moving; a
 prefill that still moves is never a stall) it restarts the group in the serve stage's order - workers, then the
-head - waits until /v1/models answers and a first token comes, and appends the restart to ``records``. The
+head - waits until /v1/models answers and a first token comes, and appends the restart to ``records`` (beside the
+serve stage's release records). The
 circuit breaker: a second stall within ``window_s`` of a restart restarts nothing; the group is left as it is and
 the state file and the journal say why. The state file is what `ds41f status` and the doctor read; the same
 state goes to node_exporter's textfile folder as ds41f_watchdog.prom (when ``textfile_dir`` is set).

@@ -89,3 +89,47 @@ def test_the_state_goes_to_node_exporters_textfile_folder_and_parses(watchdog, t
     assert families["ds41f_watchdog_restarts"].type == "counter"  # the parser drops a counter's _total
     assert {s.labels["verdict"]: s.value for s in families["ds41f_watchdog_verdict"].samples}["stalled"] == 1
     assert not list((tmp_path / "textfile").glob("*.tmp"))
+
+
+def test_a_prefill_longer_than_the_window_moving_only_the_step_counter_never_restarts(watchdog, engine):  # noqa: F811
+    """The watchdog's own look, against a loopback engine that never sends a first token (a long prefill) while the
+    recorded /metrics' engine-step counter grows at every read and no prompt or generated token is counted: over
+    twice the breaker's window, every look is progress. Frozen counters then restart the group. (The lab's tiny
+    CPU model finishes its longest prefill in milliseconds, so molecule/verify-doctor cannot stage this.)"""
+    from tests.unit.serve.test_engine_progress import with_values
+
+    base = engine_progress.parse(with_values())["scheduled"]
+
+    class Prefill(Engine):
+        hung, reads = True, 0
+
+        def do_GET(self):
+            type(self).reads += 1
+            self.metrics = with_values(running=1, scheduled=base + 8192 * type(self).reads)
+            super().do_GET()
+
+    engine.RequestHandlerClass = Prefill
+    url = "http://127.0.0.1:%d" % engine.server_port
+    state, window = {}, CONFIG["window_s"]
+    looks = []
+    for i in range(8):  # a look every quarter window: two windows long
+        verdict = watchdog.progress.probe(watchdog.open_url, url, "k", "ds41f-tiny", 0.3)
+        looks.append((watchdog.decide(state, verdict, i * window / 4.0, CONFIG), verdict))
+    assert {action for action, _ in looks} == {"ok"}, looks
+    assert all(v["state"] == "moving" and "0 prompt, 0 generated" in v["seen"] for _, v in looks), looks
+    engine.RequestHandlerClass = type("Hung", (Engine,), {"hung": True, "metrics": with_values(running=1)})
+    after = [watchdog.decide(state, watchdog.progress.probe(watchdog.open_url, url, "k", "ds41f-tiny", 0.3),
+                             2.0 * window + i, CONFIG) for i in range(CONFIG["stalls"])]
+    assert after[-1] == "restart", after
+
+
+def test_a_restart_is_recorded_beside_the_release_records_and_read_as_none_of_them(tmp_path):
+    tasks = yaml.safe_load((ROOT / "roles" / "serve" / "tasks" / "watchdog.yml").read_text())
+    config = tasks[0]["vars"]["serve__watchdog_config"]
+    assert config["records"] == "{{ serve_release_dir }}/watchdog-restarts.jsonl"
+    spec = importlib.util.spec_from_file_location("serve_release", ROOT / "plugins" / "modules" / "serve_release.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (tmp_path / "20261203T120000Z-lab-r1.json").write_text('{"release": "lab-r1"}')
+    (tmp_path / "watchdog-restarts.jsonl").write_text('{"ok": true}\n')
+    assert [r["release"] for r in module.load(str(tmp_path))] == ["lab-r1"]

@@ -59,6 +59,18 @@ def test_a_pulled_cable_and_a_silent_path(cluster):
     assert found == {("dgx3", "enp1s0f0np0 link"), ("dgx1", "enP2p1s0f0np0 reachability")}
 
 
+def test_a_node_without_a_reading_is_not_judged_on_its_paths_but_its_peers_own_ends_are(cluster):
+    """A frozen or unreachable node has no reading: its ends of the fabric are unknown, not missing (its own row,
+    connected, no reply, says why), and its peers' pings to it judge nothing; a peer's own wrong end still shows."""
+    hosts = healthy(cluster)
+    del hosts["dgx3"]
+    assert evaluate(cluster, hosts) == []
+    for link in hosts["dgx1"]["live"]["links"].values():  # dgx1's own ends, its paths to dgx3 among them
+        link["mtu"] = 1500
+    found = {(f["node"], f["setting"]) for f in evaluate(cluster, hosts)}
+    assert found == {("dgx1", "%s mtu" % netdev) for netdev in hosts["dgx1"]["live"]["links"]}
+
+
 SPEC = {"name": "ds41f-serve", "image": "ds41f:1030", "command": ["serve", "/models", "--port", "8000"],
         "env": {"VLLM_NO_USAGE_STATS": "1", "NCCL_IB_GID_INDEX": "3"}, "mounts": ["/models:/models:ro"]}
 
