@@ -18,8 +18,6 @@ from __future__ import annotations
 import functools
 import os
 
-import yaml
-
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import (
     env_check,
     known_vars,
@@ -46,6 +44,8 @@ def variable_names(specs):
 @functools.lru_cache(maxsize=1)
 def internal_names():
     """The collection's own internal names (role vars, facts, registered results): never a site's typo."""
+    import yaml  # here: PyYAML is the controller's (ansible-core's own requirement); module_utils import stdlib only
+
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return frozenset(known_vars.internal_names(ROOT, lambda text: yaml.load(text, Loader=loader)))
 

@@ -37,6 +37,7 @@ attributes:
     description: Only reads; the same in check mode.
   diff_mode:
     support: none
+    description: Reads only, so there is nothing to diff.
   idempotent:
     support: full
     description: Changes nothing.

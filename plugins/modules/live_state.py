@@ -295,7 +295,7 @@ def main():
         "api_url": {"type": "str"},
         "api_key_file": {"type": "path", "no_log": False},
         "progress_model": {"type": "str"},
-        "first_token_s": {"type": "float", "default": 20},
+        "first_token_s": {"type": "float", "default": 20, "no_log": False},  # a deadline, not a secret
         "watchdog_state_file": {"type": "path"},
     }, supports_check_mode=True)
     p = module.params
