@@ -42,8 +42,8 @@ def test_the_images_run_vllm_serve_and_vllm_is_the_lab_shim(built):
     # Run by the engine's Python, as python3 (bookworm's 3.11) runs it in a node: the site's wheels are cp311.
     version = subprocess.run([engine.python(), str(shim), "--version"], capture_output=True, text=True, timeout=120)
     assert version.returncode == 0 and version.stdout.strip() == engine.VLLM_VERSION  # not serve: vLLM's own CLI
-    refused = subprocess.run([engine.python(), str(shim), "serve", "/models", "--max-num-seqs", "many"], capture_output=True,
-                             text=True, timeout=120)
+    refused = subprocess.run([engine.python(), str(shim), "serve", "/models", "--max-num-seqs", "many"],
+                             capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "--max-num-seqs: invalid int value: 'many'" in refused.stderr
 
 
