@@ -9,7 +9,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_state, launch
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_state, launch, recipe
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 
 
@@ -68,6 +68,12 @@ def boot_fallbacks(log, fallback, families):
     return found
 
 
+def guard_gib(shapes, shape_name, startup, steady):
+    """The memory guard's thresholds for this shape, as {startup, steady} GiB (recipe.guard_gib)."""
+    start, steady = recipe.guard_gib(plain(shapes), shape_name, startup, steady)
+    return {"startup": float(start), "steady": float(steady)}
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -77,4 +83,5 @@ class FilterModule:
             "boot_markers_found": boot_markers_found,
             "boot_fallbacks": boot_fallbacks,
             "redact_log": redact_log,
+            "guard_gib": guard_gib,
         }

@@ -291,6 +291,15 @@ def port_checks(values):
     return problems
 
 
+def guard_gib(shapes, shape_name, startup, steady):
+    """The memory guard's (startup, steady) GiB for a shape: its serve_guard_shapes entry over the recipe's two
+    values. The one place they are resolved: the serve stage installs them, the doctor compares with them."""
+    per_shape = (shapes or {}).get(shape_name)
+    if isinstance(per_shape, dict):
+        return per_shape.get("startup_gib", startup), per_shape.get("steady_gib", steady)
+    return startup, steady
+
+
 def cross_checks(cluster, values):
     """Rules that span variables and the shape."""
     problems = []
@@ -303,12 +312,10 @@ def cross_checks(cluster, values):
             fix = "lower it to at most %d." % shape.context
         problems.append(Problem("serve_max_model_len", "%d tokens exceeds what %s holds (%d)." % (
             context, shape.name, shape.context), fix))
-    start, steady = values.get("serve_guard_startup_gib"), values.get("serve_guard_steady_gib")
-    guard_field = "serve_guard_startup_gib"
-    per_shape = (values.get("serve_guard_shapes") or {}).get(shape.name)  # serve stage: this shape's guards
-    if isinstance(per_shape, dict):
-        start, steady = per_shape.get("startup_gib", start), per_shape.get("steady_gib", steady)
-        guard_field = "serve_guard_shapes.%s" % shape.name
+    start, steady = guard_gib(values.get("serve_guard_shapes"), shape.name, values.get("serve_guard_startup_gib"),
+                              values.get("serve_guard_steady_gib"))
+    per_shape = (values.get("serve_guard_shapes") or {}).get(shape.name)
+    guard_field = "serve_guard_shapes.%s" % shape.name if isinstance(per_shape, dict) else "serve_guard_startup_gib"
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (start, steady)) and start <= steady:
         problems.append(Problem(guard_field, "%s GiB is not above the steady guard (%s GiB)." % (
             start, steady), "the startup guard must exceed the steady one, e.g. 5 and 3."))

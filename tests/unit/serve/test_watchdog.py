@@ -13,7 +13,8 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_progr
 from tests.conftest import ROOT
 from tests.unit.serve.test_engine_progress import Engine, engine  # noqa: F401  (the loopback engine fixture)
 
-DEFAULTS = yaml.safe_load((ROOT / "roles" / "serve" / "defaults" / "main.yml").read_text())
+DEFAULTS = dict(yaml.safe_load((ROOT / "roles" / "serve" / "defaults" / "main.yml").read_text()),
+                **yaml.safe_load((ROOT / "group_vars" / "all" / "serve.yml").read_text()))
 CONFIG = {"stalls": DEFAULTS["serve_watchdog_stalls"], "window_s": DEFAULTS["serve_watchdog_window_s"]}
 STALLED = {"state": "stalled", "ok": False, "seen": "1 request(s) running, no prompt or generated token in 20 s"}
 MOVING = {"state": "moving", "ok": True, "seen": "0 prompt, 0 generated and 8192 scheduled token(s) in 20 s"}
