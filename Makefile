@@ -19,7 +19,7 @@ export CONTAINERS_CONF := $(CURDIR)/ds41f/lab/containers.conf
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: checks demo test prereqs venv engine-venv lint unit molecule sanity galaxy matrix ee core-oldest core-oldest-lab host-before host-after clean-lab engine sglang-parser
+.PHONY: checks demo test prereqs venv engine-venv lint unit unit-engines unit-controller molecule sanity galaxy matrix ee core-oldest core-oldest-lab host-before host-after clean-lab engine sglang-parser
 
 # The Debian packages the lab and .venv need: installed when missing (as root), else the one apt command to run.
 prereqs:
@@ -66,9 +66,17 @@ $(SGLANG_PARSER)/.installed:
 
 # .venv runs every test but those that import the lab engine's cp311 site (engine_python) or need torch and
 # TileLang (torch, cp311 here too): the engine's venv runs those.
-unit: venv engine-venv
-	pytest -q -m "not engine_python and not torch" tests/unit
+unit: unit-engines unit-controller
+
+# The tests that run real engines (vLLM, SGLang's parser, torch: lab_engine, engine_python, torch) and keep time
+# budgets of their own: make test runs them before the molecule scenarios, not beside them.
+unit-engines: venv engine-venv
+	pytest -q -m "lab_engine and not engine_python and not torch" tests/unit
 	$(ENGINE_VENV)/bin/pytest -q -m "engine_python or torch" tests/unit
+
+# Every other test: the controller's code on .venv's pair.
+unit-controller: venv
+	pytest -q -m "not lab_engine and not engine_python and not torch" tests/unit
 
 # The per-version checks on every pair of MATRIX, side by side, without containers: the unit tests (lab_engine ones
 # left out), sanity, the tarball in a user project (tests/galaxy/matrix.sh; logs in .cache/matrix/logs/).
@@ -119,17 +127,19 @@ host-after:
 	@tests/host_state.sh > .ansible/host-after.txt
 	@diff -u .ansible/host-before.txt .ansible/host-after.txt && echo "host state unchanged"
 
-# The checks that start no container (sanity, the tarball in a user project, the per-version checks) run beside the
-# molecule scenarios at the lowest CPU priority: they take the CPU the scenarios leave idle (node boots, SSH round
-# trips, waits for an engine), and the scenarios' own time budgets see the machine as if alone. Their output
-# follows molecule's, from .cache/beside.log; either failing fails the target.
+# The checks that start no container (the controller's unit tests, sanity, the tarball in a user project, the
+# per-version checks) run beside the molecule scenarios, at the lowest CPU and I/O priority in a session of their
+# own (tests/beside.sh says why nice alone is not enough): they take the CPU the scenarios leave idle (node boots,
+# SSH round trips, waits for an engine), and the scenarios' own time budgets see the machine as if alone. Their
+# output follows molecule's, from .cache/beside.log; either failing fails the target.
+BESIDE := unit-controller sanity galaxy matrix
 checks: venv engine sglang-parser
-	@mkdir -p .cache; rc=0; nice -n 19 $(MAKE) --no-print-directory -k sanity galaxy matrix > .cache/beside.log 2>&1 & beside=$$!; \
-	$(MAKE) --no-print-directory molecule || rc=$$?; \
-	echo "== sanity, galaxy and the per-version checks (run beside molecule at nice 19; .cache/beside.log)"; \
+	@mkdir -p .cache; rc=0; setsid tests/beside.sh $(MAKE) --no-print-directory -k $(BESIDE) > .cache/beside.log 2>&1 & \
+	beside=$$!; $(MAKE) --no-print-directory molecule || rc=$$?; \
+	echo "== $(BESIDE) (run beside molecule at the lowest priority; .cache/beside.log)"; \
 	wait $$beside || rc=$$?; cat .cache/beside.log; exit $$rc
 
-test: venv host-before lint engine sglang-parser unit checks host-after
+test: venv host-before lint engine sglang-parser unit-engines checks host-after
 
 clean-lab:
 	-for lab in $$(ds41f lab status | awk '/^lab /{print $$2}' | tr -d :); do ds41f lab down $$lab; done
