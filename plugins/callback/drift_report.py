@@ -19,6 +19,8 @@ description:
     the first cause as its reason.
   - Every check a module says it did not make (hardware the node lacks, an earlier refusal) is listed under
     "not checked", per node, with its reason; the picture colours only what a check read.
+  - C(doctor.json) also lists, under C(managed), every object the stages' modules declared they manage (node,
+    stage, kind, name and its wanted state): what the mutation test (tests/mutation/) changes one by one.
   - Writes C(doctor.json), C(doctor.md) and the topology picture (C(topology.svg), and C(topology.png) with
     O(png)) coloured by the check, under O(report_dir).
   - Before the doctor's verdict task (M(dgxspark.ds41f.doctor_report)) runs, it saves the rows so far to
@@ -80,6 +82,7 @@ class CallbackModule(CallbackBase):
         self.rows = []
         self.skipped = []
         self.checked = None  # the live checks' {nodes, paths}, when they ran
+        self.managed = []  # every object a stage's modules declared they manage: {node, stage, kind, name, ...}
         self.first_cause = {}  # (node, stage): the first failure's cause, the reason later failures are echoes
         self.site = None
         self._cluster = None
@@ -187,6 +190,10 @@ class CallbackModule(CallbackBase):
             self.first_cause.setdefault((node, stage), "after the node stopped answering")
             return
         self.skipped.extend(drift.not_checked(node, name, res))
+        for entry in res.get("managed") or []:
+            item = dict(entry, node=node, stage=stage)
+            if isinstance(entry, dict) and item not in self.managed:
+                self.managed.append(item)
         if res.get("checked") and isinstance(res["checked"], dict):  # doctor_checks: what the live checks read
             self.checked = res["checked"]
         rows = drift.rows_from_result(node, stage, name, res)
@@ -231,6 +238,8 @@ class CallbackModule(CallbackBase):
         picture = self._statuses(rows)
         data = drift.report(rows, {"not_checked": drift.not_checked_list(self.skipped), "site": self.site,
                                    "checked": self.checked or {"nodes": [], "paths": []},
+                                   "managed": sorted(self.managed, key=lambda m: (m["node"], m["stage"],
+                                                                                  m.get("kind"), m.get("name"))),
                                    "picture": picture or {}})
         paths = []
         with open(os.path.join(directory, "doctor.json"), "w") as handle:

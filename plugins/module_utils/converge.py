@@ -30,6 +30,7 @@ class Plan:
         self.actions = []
         self.drift = []
         self.diffs = []
+        self.managed = []
 
     @property
     def check_mode(self):
@@ -45,8 +46,17 @@ class Plan:
         if apply is not None and not self.module.check_mode:
             apply()
 
+    def manages(self, kind, name, **state):
+        """Declare one object this module manages (in sync or not): the doctor lists them (doctor.json
+        ``managed``), and the mutation test (tests/mutation/) changes each and expects the doctor to name it."""
+        entry = dict(state, kind=kind, name=name)
+        if entry not in self.managed:
+            self.managed.append(entry)
+
     def result(self, **extra):
         out = {"changed": bool(self.actions), "actions": self.actions, "drift": self.drift}
+        if self.managed:
+            out["managed"] = self.managed
         if self.diffs:
             out["diff"] = self.diffs
         out.update(extra)

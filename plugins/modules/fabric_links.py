@@ -136,6 +136,7 @@ def main():
         if have is None:
             module.fail_json(msg="%s has no netdev %s; run the fabric stage from its playbook (its preflight "
                              "names the fix)." % (node, netdev))
+        plan.manages("link", netdev, mtu=mtu, address="%s/%d" % (link["address"], link["prefix"]))
         if have["mtu"] != mtu:
             plan.change("%s %s mtu" % (node, netdev), mtu, have["mtu"], "ip link set dev %s mtu %d" % (netdev, mtu),
                         ip("link", "set", "dev", netdev, "mtu", str(mtu)))

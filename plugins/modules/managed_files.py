@@ -181,6 +181,7 @@ def converge_directory(module, plan, raw, i):
                    owner_problem(spec, i, "directories"))
     spec["mode"] = "%04o" % int(spec["mode"], 8)
     path = spec["path"]
+    plan.manages("directory", path, mode=spec["mode"], owner=spec["owner"], group=spec["group"])
     want = "folder %s %s:%s" % (spec["mode"], spec["owner"], spec["group"])
     try:
         stat = os.stat(path)
@@ -226,10 +227,12 @@ def main():
         path = spec["path"]
         content, mode, owner, group = read(path)
         if module.params["state"] == "absent":
+            plan.manages("file", path, state="absent")
             if content is not None:
                 plan.change(path, None, "present", "remove %s" % path, lambda p=path: os.unlink(p))
                 changed.append(path)
             continue
+        plan.manages("file", path, mode=spec["mode"], owner=spec["owner"], group=spec["group"])
         if content != spec["content"]:
             expected, found = first_difference(spec["content"], content)
             plan.change(path, expected, found, "write %s" % path,

@@ -178,6 +178,7 @@ class Netplan:
         path = self.params["path"]
         wanted = netplan.render(self.params["links"], self.params["mtu"], renderer, self.params["routes"])
         found = read(path)
+        self.plan.manages("file", path, mode="0600", owner="root", group="root")
         if found != wanted:
             self.plan.change(path, wanted, found, "write %s (renderer %s)" % (path, renderer),
                              lambda: self.write(path, wanted, 0o600))
@@ -189,6 +190,7 @@ class Netplan:
         path = self.params["arp_file"]
         wanted = netplan.arp_sysctl(link["netdev"] for link in self.params["links"])
         found = read(path)
+        self.plan.manages("file", path, mode="0644", owner="root", group="root")
         if found != wanted:
             self.plan.change(path, wanted, found, "write %s" % path, lambda: self.write(path, wanted, 0o644))
 

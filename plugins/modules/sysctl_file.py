@@ -130,6 +130,7 @@ def live_values(module, plan, host, values, container, not_applied):
         if container and not namespaced(key):
             not_applied.append("%s = %s: not applied: container" % (key, want))
             continue
+        plan.manages("sysctl", key, value=want)
         found = host.read(proc_path(key))
         if found is None:
             module.fail_json(msg="%s: no %s on this kernel. Fix: remove it from the settings." % (key, proc_path(key)))
@@ -163,6 +164,7 @@ def main():
         if not p["settings"]:
             module.fail_json(msg="settings: empty. Fix: name at least one setting, or use state: absent.")
         wanted = render(p["settings"])
+        plan.manages("file", p["path"], mode="0644", owner="root", group="root")
         if current != wanted:
             plan.change(p["path"], wanted, current, "write %s" % p["path"], lambda: write_file(p["path"], wanted))
         if p["apply"]:

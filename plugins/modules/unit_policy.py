@@ -144,7 +144,7 @@ def describe(state):
     return "%s, %s" % (state.get("UnitFileState") or "-", state.get("ActiveState") or "-")
 
 
-def policy_changes(module, systemd, record, absent_units):
+def policy_changes(module, systemd, record, absent_units, plan=None):
     """The changes the policy needs, as Plan.change arguments; ``record`` gains each unit's prior state."""
     p = module.params
     changes = []
@@ -161,6 +161,9 @@ def policy_changes(module, systemd, record, absent_units):
     states = systemd.show([u for u, _ in wanted])
     for unit, how in wanted:
         state = states.get(unit, {})
+        if state.get("LoadState") != "not-found" and plan is not None:
+            # a unit whose condition is false here (a lab node) never runs: it is managed as enabled only
+            plan.manages("unit", unit, policy=how, runs=state.get("ConditionResult") != "no")
         if how == "enable":
             file_state, active = state.get("UnitFileState"), state.get("ActiveState") == "active"
             # A unit whose condition is false (e.g. ConditionVirtualization=!container in a lab node) is
@@ -235,7 +238,7 @@ def main():
     exists = os.path.exists(p["record"])
     if p["state"] == "present":
         before = json.dumps(record, indent=2, sort_keys=True) if exists else None
-        changes = policy_changes(module, systemd, record, absent_units)
+        changes = policy_changes(module, systemd, record, absent_units, plan)
         after = json.dumps(record, indent=2, sort_keys=True)
         if changes and after != before:  # the prior states are on disk before anything changes
             plan.change(p["record"], after, before, "record prior states in %s" % p["record"],

@@ -90,7 +90,12 @@ def test_folders_are_created_first_then_left_alone_and_check_mode_creates_none(t
     done = run(tmp_path, files, directories=directories)
     assert done["changed_paths"] == [str(folder), str(conf)] and conf.read_text() == "{}\n"
     assert oct(folder.stat().st_mode & 0o777) == "0o750"
-    assert run(tmp_path, files, directories=directories)["changed"] is False
+    again = run(tmp_path, files, check_mode=True, directories=directories)
+    assert again["changed"] is False
+    # in sync or not, every object it manages is declared, with the state it keeps (the doctor's `managed`)
+    assert again["managed"] == planned["managed"] == [
+        {"kind": "directory", "name": str(folder), "mode": "0750", "owner": me[0], "group": me[1]},
+        {"kind": "file", "name": str(conf), "mode": "0644", "owner": me[0], "group": me[1]}]
 
 
 def test_a_folder_with_another_mode_is_drift_of_its_own(tmp_path):

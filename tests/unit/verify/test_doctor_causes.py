@@ -317,3 +317,27 @@ def test_the_watchdogs_open_breaker_or_failed_restart_is_a_row_one_good_restart_
     (row,) = live_checks.watchdog_findings("dgx1", {"last_restart": 5.0, "last_restart_ok": False,
                                                     "last_restart_result": "ssh ...: exit 255"})
     assert row["found"] == "ssh ...: exit 255" and row["expected"] != row["found"]
+
+
+def test_every_object_a_step_declares_is_listed_once_in_doctor_json_with_its_node_and_stage(tmp_path, monkeypatch):
+    from ansible_collections.dgxspark.ds41f.plugins.callback.drift_report import CallbackModule
+
+    cb = CallbackModule()
+    cb._display = type("D", (), {"display": lambda *a, **k: None, "warning": lambda *a, **k: None})()
+    monkeypatch.setattr(cb, "get_option", lambda name: None)
+    steps = {"results": [
+        {"step": "Files", "managed": [{"kind": "file", "name": "/etc/a", "mode": "0644"}], "changed": False},
+        {"step": "Units", "managed": [{"kind": "unit", "name": "x.service", "policy": "enable"}],
+         "changed": True, "drift": [{"setting": "x.service", "expected": "enabled, active", "found": "disabled, -"}]},
+    ]}
+    task = _Task("Host baseline steps", "host_baseline", "dgxspark.ds41f.node_steps")
+    for node in ("dgx1", "dgx2"):
+        cb.v2_runner_on_ok(_Result(node, task, steps))
+    cb.v2_runner_on_ok(_Result("dgx1", task, steps))  # the same declaration again: listed once
+    cb._write(str(tmp_path), cb.table_rows())
+    managed = json.loads((tmp_path / "doctor.json").read_text())["managed"]
+    assert [(m["node"], m["stage"], m["kind"], m["name"]) for m in managed] == [
+        ("dgx1", "host_baseline", "file", "/etc/a"), ("dgx1", "host_baseline", "unit", "x.service"),
+        ("dgx2", "host_baseline", "file", "/etc/a"), ("dgx2", "host_baseline", "unit", "x.service")]
+    assert managed[0]["mode"] == "0644"
+    assert sorted((r["node"], r["setting"]) for r in cb.table_rows()) == [("dgx1", "x.service"), ("dgx2", "x.service")]

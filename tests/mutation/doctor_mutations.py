@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""The doctor's mutation test: on a converged lab, change every object the stages declare they manage (doctor.json
+``managed``) and check that the doctor names it.
+
+For each object, one change at a time (and, with --sets, random sets of five at once):
+  - the doctor exits 1 with exactly one row naming the object on its node, and no other row;
+  - that row has a fix, and the fix (its ``ds41f run`` command, else the row's stage) repairs it;
+  - the doctor changed nothing on any node (every managed object reads the same before and after it);
+  - after the fix the doctor is clean and every object reads as before the change.
+Coverage is printed per stage: objects the doctor named over objects changed.
+
+  tests/mutation/doctor_mutations.py --lab molecule-verify-doctor --report docs/mutation   # every object
+  tests/mutation/doctor_mutations.py --lab LAB --sample 3 --sets 1                         # a random sample
+
+It changes only the lab's own nodes (podman exec into ds41f-LAB-NODE), and runs ds41f from the project folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MARK = "# ds41f mutation"
+
+# kind -> [(mutation, applies(obj) -> bool, shell command(obj) -> str)]
+MUTATIONS = {
+    "file": [
+        ("delete", lambda o: o.get("state") != "absent", lambda o: "rm -f %s" % q(o["name"])),
+        ("edit one line", lambda o: o.get("state") != "absent",
+         lambda o: "sed -i '1s/^/%s /' %s" % (MARK, q(o["name"]))),
+        ("mode", lambda o: o.get("state") != "absent" and "mode" in o,
+         lambda o: "chmod %s %s" % (other_mode(o["mode"]), q(o["name"]))),
+        ("owner", lambda o: o.get("state") != "absent" and "owner" in o, lambda o: "chown nobody %s" % q(o["name"])),
+        ("create", lambda o: o.get("state") == "absent", lambda o: "echo %s > %s" % (q(MARK), q(o["name"]))),
+    ],
+    "directory": [
+        ("mode", lambda o: True, lambda o: "chmod %s %s" % (other_mode(o["mode"]), q(o["name"]))),
+        ("owner", lambda o: True, lambda o: "chown nobody %s" % q(o["name"])),
+    ],
+    "unit": [
+        ("stop", lambda o: o.get("policy") == "enable" and o.get("runs", True),
+         lambda o: "systemctl stop %s" % q(o["name"])),
+        ("disable", lambda o: o.get("policy") == "enable", lambda o: "systemctl disable %s" % q(o["name"])),
+        ("unmask and enable", lambda o: o.get("policy") in ("mask", "disable"),
+         lambda o: "systemctl unmask %s; systemctl enable %s" % (q(o["name"]), q(o["name"]))),
+    ],
+    "sysctl": [
+        ("value", lambda o: other_sysctl(o["value"]) is not None,
+         lambda o: "sysctl -qw %s=%s" % (q(o["name"]), q(other_sysctl(o["value"])))),
+    ],
+    "link": [
+        ("down", lambda o: True, lambda o: "ip link set dev %s down" % q(o["name"])),
+        ("mtu", lambda o: True, lambda o: "ip link set dev %s mtu %d" % (q(o["name"]), 1500 if o["mtu"] != 1500
+                                                                          else 9000)),
+        ("address", lambda o: True, lambda o: "ip address del %s dev %s" % (q(o["address"]), q(o["name"]))),
+    ],
+}
+
+# kind -> a shell snippet printing the object's state on one line ($N: its name)
+READ = {
+    "file": 'if [ -e "$N" ]; then echo "$(stat -c "%a %U:%G" "$N") $(sha256sum < "$N" | cut -c1-16)"; '
+            'else echo absent; fi',
+    "directory": 'stat -c "%a %U:%G" "$N" 2>/dev/null || echo absent',
+    "unit": 'echo "$(systemctl is-enabled "$N" 2>/dev/null) $(systemctl is-active "$N" 2>/dev/null)"',
+    "sysctl": 'sysctl -n "$N" 2>/dev/null | tr -s "\\t " " "',
+    "link": 'ip -o addr show dev "$N" 2>/dev/null | awk \'{print $4}\' | sort | tr "\\n" " "; '
+            'ip -o link show dev "$N" 2>/dev/null | grep -o "mtu [0-9]*\\|state [A-Z]*" | tr "\\n" " "',
+}
+
+
+def q(text):
+    return shlex.quote(str(text))
+
+
+def other_mode(mode):
+    return "0666" if mode != "0666" else "0600"
+
+
+def other_sysctl(value):
+    parts = str(value).split()
+    if not parts or not parts[0].lstrip("-").isdigit():
+        return None
+    first = int(parts[0])
+    return " ".join([str(0 if first else 1) if first in (0, 1) else str(first + 1)] + parts[1:])
+
+
+def key(obj):
+    return "%s %s %s %s" % (obj["node"], obj["stage"], obj["kind"], obj["name"])
+
+
+class Lab:
+    def __init__(self, name, skip_tags, workdir):
+        self.name, self.skip_tags, self.workdir = name, skip_tags, Path(workdir)
+        self.doctors = 0
+
+    def container(self, node):
+        return "ds41f-%s-%s" % (self.name, node)
+
+    def sh(self, node, script, timeout=60):
+        proc = subprocess.run(["podman", "exec", self.container(node), "sh", "-c", script], text=True,
+                              capture_output=True, timeout=timeout)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def doctor(self):
+        """(rc, doctor.json) of one ds41f doctor run on the lab."""
+        self.doctors += 1
+        report = self.workdir / ("doctor-%03d" % self.doctors)
+        argv = ["ds41f", "doctor", "--lab", self.name, "--report-dir", str(report)]
+        if self.skip_tags:
+            argv += ["--skip-tags", self.skip_tags]
+        proc = subprocess.run(argv, cwd=ROOT, text=True, capture_output=True, timeout=600)
+        (report / "output.txt").parent.mkdir(parents=True, exist_ok=True)
+        (report / "output.txt").write_text(proc.stdout + proc.stderr)
+        try:
+            data = json.loads((report / "doctor.json").read_text())
+        except (OSError, ValueError):
+            data = {"rows": [], "managed": [], "error": (proc.stdout + proc.stderr)[-2000:]}
+        return proc.returncode, data
+
+    def run(self, stage):
+        argv = ["ds41f", "run", stage, "--lab", self.name]
+        if self.skip_tags and stage == "site":
+            argv += ["--", "--skip-tags", self.skip_tags]
+        proc = subprocess.run(argv, cwd=ROOT, text=True, capture_output=True, timeout=1200)
+        return proc.returncode, (proc.stdout + proc.stderr)[-3000:]
+
+    def snapshot(self, objects):
+        """key -> the object's state as its node reads it, every node read in one call."""
+        out = {}
+        nodes = sorted({o["node"] for o in objects})
+        for node in nodes:
+            mine = [o for o in objects if o["node"] == node]
+            script = "; ".join('N=%s; printf "%%s\\n" "$(%s)"' % (q(o["name"]), READ[o["kind"]]) for o in mine)
+            rc, stdout, stderr = self.sh(node, script)
+            lines = stdout.split("\n")
+            for i, o in enumerate(mine):
+                out[key(o)] = lines[i].strip() if rc == 0 and i < len(lines) else "unread: %s" % stderr.strip()
+        return out
+
+
+def names(row, obj):
+    return row.get("node") == obj["node"] and obj["name"] in " ".join(
+        str(row.get(k) or "") for k in ("setting", "found"))
+
+
+def repair_stage(row, stage):
+    fix = (row or {}).get("fix") or ""
+    words = fix.split()
+    if words[:2] == ["ds41f", "run"] and len(words) > 2:
+        return words[2], "its fix (%s)" % " ".join(words[:3])
+    return stage, "the row's stage (fix: %s)" % (fix[:60] or "none")
+
+
+def trial(lab, objects, clean, chosen):
+    """Apply the chosen (object, mutation) pairs, run the doctor, repair; one result per pair."""
+    results = [{"object": o, "mutation": m[0], "checks": {}} for o, m in chosen]
+    for (o, m), res in zip(chosen, results):
+        rc, _, err = lab.sh(o["node"], m[2](o))
+        res["applied"] = lab.snapshot([o])[key(o)] != clean[key(o)]
+        if not res["applied"]:
+            res["note"] = "the change did not take (%s)" % (err.strip()[:120] or "state unchanged")
+    if not any(r["applied"] for r in results):
+        return results
+    mutated = lab.snapshot(objects)
+    started = time.monotonic()
+    rc, doc = lab.doctor()
+    seconds = time.monotonic() - started
+    after = lab.snapshot(objects)
+    rows = doc.get("rows") or []
+    stages = []
+    for (o, m), res in zip(chosen, results):
+        if not res["applied"]:
+            continue
+        mine = [r for r in rows if names(r, o)]
+        res["rows"] = mine
+        res["doctor_s"] = round(seconds, 1)
+        res["checks"] = {
+            "doctor exits 1": rc == 1,
+            "exactly one row names it": len(mine) == 1,
+            "the row has a fix": bool(mine) and all(r.get("fix") for r in mine),
+            "the doctor changed no node": after == mutated,
+        }
+        stages.append(repair_stage(mine[0] if mine else None, o["stage"]))
+    named = [r for r in rows if any(names(r, o) for (o, _), res in zip(chosen, results) if res["applied"])]
+    others = [r for r in rows if r not in named]
+    for res in results:
+        if res["applied"]:
+            res["checks"]["no other row"] = not others
+            res["other_rows"] = others
+    for stage, how in dict.fromkeys(stages):  # each fix once, in the order found
+        lab_rc, tail = lab.run(stage)
+        for (o, m), res in zip(chosen, results):
+            if res["applied"] and repair_stage((res["rows"] or [None])[0], o["stage"])[0] == stage:
+                res["repair"] = {"how": how, "rc": lab_rc, "tail": tail if lab_rc else ""}
+    rc2, doc2 = lab.doctor()
+    repaired = lab.snapshot(objects)
+    for (o, m), res in zip(chosen, results):
+        if res["applied"]:
+            res["checks"]["the fix repairs it"] = repaired[key(o)] == clean[key(o)] and res["repair"]["rc"] == 0
+            res["checks"]["the doctor is clean after"] = rc2 == 0
+            if rc2 != 0:
+                res["rows_after"] = doc2.get("rows") or []
+    if rc2 != 0 or repaired != clean:  # leave the lab converged for the next trial
+        lab.run("site")
+    return results
+
+
+def plan_trials(objects, sample, sets, rng):
+    singles = [(o, m) for o in objects for m in MUTATIONS.get(o["kind"], []) if m[1](o)]
+    if sample:
+        singles = rng.sample(singles, min(sample, len(singles)))
+    groups = []
+    for _ in range(sets):
+        picked = rng.sample(objects, min(5, len(objects)))
+        group = []
+        for o in picked:
+            options = [m for m in MUTATIONS.get(o["kind"], []) if m[1](o)]
+            if options:
+                group.append((o, rng.choice(options)))
+        groups.append(group)
+    return [[s] for s in singles] + groups
+
+
+def coverage(results, objects):
+    per_stage = {}
+    for o in objects:
+        per_stage.setdefault(o["stage"], {"objects": set(), "mutated": set(), "named": set(), "passed": 0,
+                                          "trials": 0})["objects"].add(key(o))
+    for r in results:
+        s = per_stage[r["object"]["stage"]]
+        if r.get("applied"):
+            s["trials"] += 1
+            s["mutated"].add(key(r["object"]))
+            if r["checks"].get("exactly one row names it"):
+                s["named"].add(key(r["object"]))
+            if all(r["checks"].values()):
+                s["passed"] += 1
+    return per_stage
+
+
+def markdown(results, objects, per_stage, meta):
+    lines = ["# The doctor's mutation test", "",
+             "`%s` on %s, %s (%d objects declared by the stages, %d trials, %.0f min)." % (
+                 meta["command"], meta["lab"], meta["date"], len(objects), len(results), meta["minutes"]), "",
+             "| stage | objects declared | objects changed | named by exactly one row | trials passing every check |",
+             "|---|---|---|---|---|"]
+    for stage, s in sorted(per_stage.items()):
+        lines.append("| %s | %d | %d | %d of %d (%.0f%%) | %d of %d |" % (
+            stage, len(s["objects"]), len(s["mutated"]), len(s["named"]), len(s["mutated"]),
+            100.0 * len(s["named"]) / max(1, len(s["mutated"])), s["passed"], s["trials"]))
+    lines += ["", "## Trials that failed a check", ""]
+    failed = [r for r in results if r.get("applied") and not all(r["checks"].values())]
+    for r in failed:
+        o = r["object"]
+        bad = [k for k, v in r["checks"].items() if not v]
+        seen = "; ".join("%s: %s" % (x.get("setting"), x.get("found")) for x in r.get("rows") or []) or "no row"
+        lines.append("- %s %s `%s` (%s, %s): failed %s. Rows naming it: %s." % (
+            o["node"], o["kind"], o["name"], o["stage"], r["mutation"], ", ".join(bad), seen[:300]))
+    if not failed:
+        lines.append("None.")
+    skipped = [r for r in results if not r.get("applied")]
+    if skipped:
+        lines += ["", "## Changes that did not take (not counted)", ""]
+        lines += ["- %s %s `%s` (%s): %s" % (r["object"]["node"], r["object"]["kind"], r["object"]["name"],
+                                              r["mutation"], r.get("note")) for r in skipped]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lab", required=True, help="the converged lab (as ds41f --lab takes it)")
+    ap.add_argument("--skip-tags", default="model,image", help="stages the lab does not run (default: %(default)s)")
+    ap.add_argument("--sample", type=int, default=0, help="this many single changes at random (0: every one)")
+    ap.add_argument("--sets", type=int, default=0, help="random sets of five changes at once")
+    ap.add_argument("--seed", type=int, default=None, help="the random seed (printed; default: from the clock)")
+    ap.add_argument("--report", help="write REPORT.json and REPORT.md")
+    args = ap.parse_args(argv)
+    seed = args.seed if args.seed is not None else int(time.time())
+    rng = random.Random(seed)
+    started = time.monotonic()
+    workdir = Path(tempfile.mkdtemp(prefix="ds41f-mutation-"))
+    lab = Lab(args.lab, args.skip_tags, workdir)
+    print("mutation test on %s, seed %d, reports in %s" % (args.lab, seed, workdir), flush=True)
+    rc, doc = lab.doctor()
+    objects = [o for o in doc.get("managed") or [] if o.get("kind") in READ]
+    if rc != 0 or not objects:
+        print("the doctor is not clean before any change (rc %d, %d rows, %d objects): converge the lab first"
+              % (rc, len(doc.get("rows") or []), len(objects)), file=sys.stderr)
+        return 2
+    clean = lab.snapshot(objects)
+    unread = [k for k, v in clean.items() if v.startswith("unread")]
+    trials = plan_trials(objects, args.sample, args.sets, rng)
+    print("%d objects declared on %d nodes; %d trials" % (len(objects), len({o["node"] for o in objects}),
+                                                          len(trials)), flush=True)
+    results = []
+    for i, chosen in enumerate(trials, 1):
+        done = trial(lab, objects, clean, chosen)
+        results.extend(done)
+        for r in done:
+            bad = [k for k, v in r["checks"].items() if not v]
+            print("[%d/%d] %s %s %s (%s): %s" % (
+                i, len(trials), r["object"]["node"], r["object"]["kind"], r["object"]["name"], r["mutation"],
+                ("ok" if not bad else "FAILED " + ", ".join(bad)) if r.get("applied") else "did not take"),
+                flush=True)
+    per_stage = coverage(results, objects)
+    meta = {"lab": args.lab, "seed": seed, "date": time.strftime("%Y-%m-%d"),
+            "minutes": (time.monotonic() - started) / 60, "unread": unread,
+            "command": "tests/mutation/doctor_mutations.py " + " ".join(argv if argv is not None else sys.argv[1:])}
+    for stage, s in sorted(per_stage.items()):
+        print("%-14s %3d of %3d changed objects named by exactly one row; %d of %d trials pass every check" % (
+            stage, len(s["named"]), len(s["mutated"]), s["passed"], s["trials"]))
+    if args.report:
+        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.report + ".json").write_text(json.dumps({"meta": meta, "results": results}, indent=1,
+                                                          default=sorted))
+        Path(args.report + ".md").write_text(markdown(results, objects, per_stage, meta))
+    failed = [r for r in results if r.get("applied") and not all(r["checks"].values())]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

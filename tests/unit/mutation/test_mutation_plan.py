@@ -1,0 +1,60 @@
+"""The mutation test's own parts that need no lab: which changes apply to which declared object, how a row is
+matched to the object it names, which fix repairs it, and how trials are drawn."""
+
+import random
+
+from tests.mutation import doctor_mutations as dm
+
+FILE = {"node": "dgx2", "stage": "host_baseline", "kind": "file", "name": "/etc/sysctl.d/90-ds41f.conf",
+        "mode": "0644", "owner": "root", "group": "root"}
+UNIT = {"node": "dgx1", "stage": "serve", "kind": "unit", "name": "ds41f-memguard.service", "policy": "enable",
+        "runs": True}
+LINK = {"node": "dgx3", "stage": "fabric", "kind": "link", "name": "enp1s0f0np0", "mtu": 9000,
+        "address": "10.23.0.2/24"}
+SYSCTL = {"node": "dgx4", "stage": "host_baseline", "kind": "sysctl", "name": "net.core.somaxconn", "value": "4096"}
+
+
+def applicable(obj):
+    return [m[0] for m in dm.MUTATIONS[obj["kind"]] if m[1](obj)]
+
+
+def test_each_kind_gets_the_changes_that_make_sense_for_it():
+    assert applicable(FILE) == ["delete", "edit one line", "mode", "owner"]
+    assert applicable(dict(FILE, state="absent")) == ["create"]
+    assert applicable(UNIT) == ["stop", "disable"]
+    assert applicable(dict(UNIT, runs=False)) == ["disable"]  # a unit whose condition is false never runs
+    assert applicable(dict(UNIT, policy="mask")) == ["unmask and enable"]
+    assert applicable(LINK) == ["down", "mtu", "address"]
+    assert applicable(SYSCTL) == ["value"]
+    assert applicable(dict(SYSCTL, value="bbr")) == []  # no other value known for a word
+
+
+def test_every_change_is_a_shell_command_on_the_object_and_differs_from_the_wanted_state():
+    commands = {m[0]: m[2](FILE) for m in dm.MUTATIONS["file"]}
+    assert commands["mode"] == "chmod 0666 /etc/sysctl.d/90-ds41f.conf"
+    assert dm.other_mode("0666") == "0600"
+    assert [m[2](LINK) for m in dm.MUTATIONS["link"]][1] == "ip link set dev enp1s0f0np0 mtu 1500"
+    assert dm.other_sysctl("1") == "0" and dm.other_sysctl("0") == "1" and dm.other_sysctl("4096") == "4097"
+    assert dm.other_sysctl("4096 87380 6291456") == "4097 87380 6291456"
+
+
+def test_a_row_names_an_object_only_on_its_node_by_setting_or_found():
+    row = {"node": "dgx3", "setting": "dgx3 enp1s0f0np0 mtu", "found": "1500", "fix": "ds41f run fabric"}
+    assert dm.names(row, LINK)
+    assert not dm.names(dict(row, node="dgx2"), LINK)
+    assert not dm.names(row, dict(LINK, name="enp1s0f1np1"))
+
+
+def test_the_fix_of_a_row_is_its_ds41f_run_command_else_its_stage():
+    assert dm.repair_stage({"fix": "ds41f run fabric"}, "serve")[0] == "fabric"
+    assert dm.repair_stage({"fix": "systemctl start ds41f-memguard.service on dgx1"}, "serve")[0] == "serve"
+    assert dm.repair_stage(None, "host_baseline")[0] == "host_baseline"
+
+
+def test_trials_every_change_once_a_sample_or_sets_of_five_distinct_objects():
+    objects = [FILE, UNIT, LINK, SYSCTL, dict(FILE, node="dgx1"), dict(LINK, node="dgx4")]
+    every = dm.plan_trials(objects, 0, 0, random.Random(1))
+    assert len(every) == 4 + 2 + 3 + 1 + 4 + 3 and all(len(t) == 1 for t in every)
+    assert len(dm.plan_trials(objects, 3, 0, random.Random(1))) == 3
+    (group,) = dm.plan_trials(objects, 3, 1, random.Random(1))[3:]
+    assert len(group) == 5 and len({dm.key(o) for o, _ in group}) == 5
