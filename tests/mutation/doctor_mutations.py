@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shlex
 import subprocess
@@ -162,13 +161,15 @@ def repair_stage(row, stage):
 
 def trial(lab, objects, clean, chosen):
     """Apply the chosen (object, mutation) pairs, run the doctor, repair; one result per pair."""
-    results = [{"object": o, "mutation": m[0], "checks": {}} for o, m in chosen]
-    for (o, m), res in zip(chosen, results):
-        rc, _, err = lab.sh(o["node"], m[2](o))
+    results = [{"object": o, "mutation": m[0], "command": m[2](o), "checks": {}} for o, m in chosen]
+    for res in results:
+        o = res["object"]
+        _, _, err = lab.sh(o["node"], res["command"])
         res["applied"] = lab.snapshot([o])[key(o)] != clean[key(o)]
         if not res["applied"]:
             res["note"] = "the change did not take (%s)" % (err.strip()[:120] or "state unchanged")
-    if not any(r["applied"] for r in results):
+    applied = [r for r in results if r["applied"]]
+    if not applied:
         return results
     mutated = lab.snapshot(objects)
     started = time.monotonic()
@@ -176,39 +177,31 @@ def trial(lab, objects, clean, chosen):
     seconds = time.monotonic() - started
     after = lab.snapshot(objects)
     rows = doc.get("rows") or []
-    stages = []
-    for (o, m), res in zip(chosen, results):
-        if not res["applied"]:
-            continue
-        mine = [r for r in rows if names(r, o)]
-        res["rows"] = mine
-        res["doctor_s"] = round(seconds, 1)
+    others = [r for r in rows if not any(names(r, res["object"]) for res in applied)]
+    for res in applied:
+        mine = [r for r in rows if names(r, res["object"])]
+        res.update(rows=mine, other_rows=others, doctor_s=round(seconds, 1))
+        res["repair"] = {"stage": repair_stage(mine[0] if mine else None, res["object"]["stage"])}
         res["checks"] = {
             "doctor exits 1": rc == 1,
             "exactly one row names it": len(mine) == 1,
+            "no other row": not others,
             "the row has a fix": bool(mine) and all(r.get("fix") for r in mine),
             "the doctor changed no node": after == mutated,
         }
-        stages.append(repair_stage(mine[0] if mine else None, o["stage"]))
-    named = [r for r in rows if any(names(r, o) for (o, _), res in zip(chosen, results) if res["applied"])]
-    others = [r for r in rows if r not in named]
-    for res in results:
-        if res["applied"]:
-            res["checks"]["no other row"] = not others
-            res["other_rows"] = others
-    for stage, how in dict.fromkeys(stages):  # each fix once, in the order found
+    for stage, how in dict.fromkeys(res["repair"]["stage"] for res in applied):  # each fix once
         lab_rc, tail = lab.run(stage)
-        for (o, m), res in zip(chosen, results):
-            if res["applied"] and repair_stage((res["rows"] or [None])[0], o["stage"])[0] == stage:
-                res["repair"] = {"how": how, "rc": lab_rc, "tail": tail if lab_rc else ""}
+        for res in applied:
+            if res["repair"]["stage"] == (stage, how):
+                res["repair"].update(how=how, rc=lab_rc, tail=tail if lab_rc else "")
     rc2, doc2 = lab.doctor()
     repaired = lab.snapshot(objects)
-    for (o, m), res in zip(chosen, results):
-        if res["applied"]:
-            res["checks"]["the fix repairs it"] = repaired[key(o)] == clean[key(o)] and res["repair"]["rc"] == 0
-            res["checks"]["the doctor is clean after"] = rc2 == 0
-            if rc2 != 0:
-                res["rows_after"] = doc2.get("rows") or []
+    for res in applied:
+        o = res["object"]
+        res["checks"]["the fix repairs it"] = repaired[key(o)] == clean[key(o)] and res["repair"]["rc"] == 0
+        res["checks"]["the doctor is clean after"] = rc2 == 0
+        if rc2 != 0:
+            res["rows_after"] = doc2.get("rows") or []
     if rc2 != 0 or repaired != clean:  # leave the lab converged for the next trial
         lab.run("site")
     return results
