@@ -16,6 +16,10 @@ doctor's drift table reads (setting, expected, found, fix). In check mode nothin
 
 from __future__ import annotations
 
+import grp
+import os
+import pwd
+
 
 def _text(value):
     if value is None:
@@ -53,6 +57,24 @@ class Plan:
         if entry not in self.managed:
             self.managed.append(entry)
 
+    def file_attributes(self, path, mode, owner="root", group="root"):
+        """Declare a file this module writes and keep its mode and owner: one change when either differs (a
+        missing file is the content's change, not this one)."""
+        self.manages("file", path, mode=mode, owner=owner, group=group)
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:
+            return
+        have = "%04o %s:%s" % (stat.st_mode & 0o7777, _name(pwd.getpwuid, stat.st_uid),
+                               _name(grp.getgrgid, stat.st_gid))
+        want = "%s %s:%s" % (mode, owner, group)
+        if have != want:
+            def apply():
+                os.chmod(path, int(mode, 8))
+                os.chown(path, pwd.getpwnam(owner).pw_uid, grp.getgrnam(group).gr_gid)
+            self.change("%s attributes" % path, want, have, "chmod %s %s; chown %s:%s %s" % (
+                mode, path, owner, group, path), apply)
+
     def result(self, **extra):
         out = {"changed": bool(self.actions), "actions": self.actions, "drift": self.drift}
         if self.managed:
@@ -61,3 +83,10 @@ class Plan:
             out["diff"] = self.diffs
         out.update(extra)
         return out
+
+
+def _name(lookup, number):
+    try:
+        return lookup(number)[0]
+    except KeyError:  # an id without a name
+        return str(number)

@@ -178,21 +178,18 @@ class Netplan:
         path = self.params["path"]
         wanted = netplan.render(self.params["links"], self.params["mtu"], renderer, self.params["routes"])
         found = read(path)
-        self.plan.manages("file", path, mode="0600", owner="root", group="root")
         if found != wanted:
             self.plan.change(path, wanted, found, "write %s (renderer %s)" % (path, renderer),
                              lambda: self.write(path, wanted, 0o600))
-        elif os.stat(path).st_mode & 0o777 != 0o600:
-            mode = "%o" % (os.stat(path).st_mode & 0o777)
-            self.plan.change("%s mode" % path, "0600", mode, "chmod 0600 %s" % path, lambda: os.chmod(path, 0o600))
+        self.plan.file_attributes(path, "0600")  # netplan refuses a file others can read
 
     def converge_arp_file(self):
         path = self.params["arp_file"]
         wanted = netplan.arp_sysctl(link["netdev"] for link in self.params["links"])
         found = read(path)
-        self.plan.manages("file", path, mode="0644", owner="root", group="root")
         if found != wanted:
             self.plan.change(path, wanted, found, "write %s" % path, lambda: self.write(path, wanted, 0o644))
+        self.plan.file_attributes(path, "0644")
 
     def remove_strays(self):
         path = os.path.realpath(self.params["path"])

@@ -164,9 +164,9 @@ def main():
         if not p["settings"]:
             module.fail_json(msg="settings: empty. Fix: name at least one setting, or use state: absent.")
         wanted = render(p["settings"])
-        plan.manages("file", p["path"], mode="0644", owner="root", group="root")
         if current != wanted:
             plan.change(p["path"], wanted, current, "write %s" % p["path"], lambda: write_file(p["path"], wanted))
+        plan.file_attributes(p["path"], "0644")
         if p["apply"]:
             live_values(module, plan, host, p["settings"], container, not_applied)
     else:
