@@ -51,6 +51,17 @@ api_key:
     given in O(recipe_key) comes back masked, as every no_log value does (the caller has it already).
   returned: always
   type: str
+drift:
+  description: What differs (setting, expected, found, fix), for the doctor's table; it never holds the key, only
+    whether the file holds the one wanted.
+  returned: always
+  type: list
+  elements: dict
+managed:
+  description: The key's folder and file, with the mode and owner kept (the doctor lists them).
+  returned: always
+  type: list
+  elements: dict
 """
 
 import os
@@ -58,6 +69,8 @@ import secrets
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
 
 PREFIX = "VLLM_API_KEY="
 
@@ -82,6 +95,13 @@ def mode_of(path):
     return stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid
 
 
+def describe(found):
+    if found is None:
+        return "absent"
+    mode, uid, gid = found
+    return "%04o uid %d gid %d" % (mode, uid, gid)
+
+
 def main():
     module = AnsibleModule(argument_spec={"path": {"type": "path", "required": True},
                                           "recipe_key": {"type": "str", "default": "", "no_log": True}},
@@ -90,15 +110,21 @@ def main():
     folder = os.path.dirname(path)
     current = held(path)
     key = wanted or current
-    changes = []
+    # What differs, for the doctor's table: never the key itself, only whether it is the one wanted.
+    plan = Plan(module)
+    plan.manages("directory", folder, mode="0700", owner="root", group="root")
+    plan.manages("file", path, mode="0600", owner="root", group="root")
     if mode_of(folder) != (0o700, 0, 0):
-        changes.append("folder %s: root, 0700" % folder)
+        plan.change("%s attributes" % folder, "0700 uid 0 gid 0", describe(mode_of(folder)),
+                    "chmod 0700 %s; chown root:root %s" % (folder, folder))
     if key is None or current != key:
-        changes.append("%s: %s" % (path, "the recipe's key" if wanted else "a generated key"))
+        plan.change(path, "the recipe's key" if wanted else "a key", "another key" if current else "no key",
+                    "write %s (root, 0600)" % path)
     elif mode_of(path) != (0o600, 0, 0):
-        changes.append("%s: root, 0600" % path)
-    if module.check_mode or not changes:
-        module.exit_json(changed=bool(changes), actions=changes, api_key=key)
+        plan.change("%s attributes" % path, "0600 uid 0 gid 0", describe(mode_of(path)),
+                    "chmod 0600 %s; chown root:root %s" % (path, path))
+    if module.check_mode or not plan.actions:
+        module.exit_json(api_key=key, **plan.result())
     os.makedirs(folder, mode=0o700, exist_ok=True)
     os.chown(folder, 0, 0)
     os.chmod(folder, 0o700)
@@ -111,7 +137,7 @@ def main():
         os.replace(tmp, path)
     os.chown(path, 0, 0)
     os.chmod(path, 0o600)
-    module.exit_json(changed=True, actions=changes, api_key=key)
+    module.exit_json(api_key=key, **plan.result())
 
 
 if __name__ == "__main__":

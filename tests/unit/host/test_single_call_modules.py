@@ -110,6 +110,12 @@ def test_a_generated_key_is_made_once_and_kept(tmp_path):
     again = run(tmp_path, "api_key_file", {"path": str(key_file)})
     assert not again["changed"] and again["api_key"] == made["api_key"]
     key_file.chmod(0o644)
+    seen = run(tmp_path, "api_key_file", {"path": str(key_file)}, check_mode=True)  # the doctor's view
+    assert seen["drift"] == [{"setting": "%s attributes" % key_file, "expected": "0600 uid 0 gid 0",
+                              "found": "0644 uid 0 gid 0", "fix": "chmod 0600 %s; chown root:root %s" % (
+                                  key_file, key_file)}]
+    assert made["api_key"] not in json.dumps(seen["drift"]) and mode(key_file) == 0o644
+    assert [(m["kind"], m["mode"]) for m in seen["managed"]] == [("directory", "0700"), ("file", "0600")]
     mended = run(tmp_path, "api_key_file", {"path": str(key_file)})
     assert mended["changed"] and mended["api_key"] == made["api_key"] and mode(key_file) == 0o600
 
