@@ -9,7 +9,7 @@ import yaml
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import live_checks
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import live_checks, nccl
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 from ansible_collections.dgxspark.ds41f.plugins.modules import doctor_checks as module_doc
 
@@ -35,6 +35,15 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg="no %s reading for %s. Fix: run dgxspark.ds41f.live_state on every node "
                           "first (register: %s)." % (live_var, ", ".join(sorted(missing)), live_var))
             return result
+        # A container's env is compared with the NCCL env file as the recipe renders it for its node, never with
+        # the node's copy, which may itself have drifted (that drift is the fabric stage's row, and its fix).
+        nccl_file = args.get("nccl_env_file") or ""
+        if nccl_file:
+            live_checks.env_files_from_recipe(hosts, nccl_file, {host: nccl.environment(
+                plain(hv["spark_shape"])["fabric"], plain(hv["spark_nccl_hcas"]), plain(hv["spark_gid_index"]),
+                hv["spark_management_interface"], plain(hv["fabric_nccl_env_common"]),
+                plain(hv["fabric_nccl_env_direct"]), plain(hv["fabric_nccl_env_ring"]))
+                for host, hv in ((host, hostvars[host]) for host in hosts)})
         # A node whose reading failed is not checked; the others are still judged.
         unchecked = [{"node": n, "check": "live checks", "reason": "its live_state reading failed or did not run"}
                      for n in sorted(missing)]

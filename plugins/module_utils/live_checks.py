@@ -132,6 +132,15 @@ def command_rows(expected, found):
     return rows or [("flag order or spelling (container command)", " ".join(expected), " ".join(found))]
 
 
+def env_files_from_recipe(hosts, path, rendered):
+    """Each node's reading of ``path`` replaced by what the recipe renders for it (``rendered``: node -> vars):
+    a container is judged against the recipe, never against a node's copy that may itself have drifted."""
+    for node, h in hosts.items():
+        if node in rendered:
+            h["live"]["env_files"] = dict(h["live"].get("env_files") or {}, **{path: rendered[node]})
+    return hosts
+
+
 def container(node, spec, state, fix, env_files=None, ignore_env=()):
     """The running container against its rendered launch spec: image, entrypoint, command, each env var, mounts.
 

@@ -54,6 +54,14 @@ options:
     type: list
     elements: str
     default: []
+  nccl_env_file:
+    description:
+      - The NCCL env file the engine containers get (C(serve_nccl_env_file)); empty for none.
+      - A container's environment is compared with this file as the recipe renders it for the node (the fabric
+        stage's C(fabric_nccl_env_*) and the node's HCAs, GID slot and management netdev), never with the node's
+        copy, whose own drift is the fabric stage's row.
+    type: str
+    default: ""
   sshd:
     description: sshd settings (keyword to value) the running sshd's C(sshd -T) must show (C(host_baseline_sshd)).
     type: dict

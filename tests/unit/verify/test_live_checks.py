@@ -116,6 +116,20 @@ def test_env_files_fill_the_expected_environment_and_secrets_are_never_compared(
     assert [(f["setting"], f["expected"]) for f in found] == [("container env NCCL_IB_HCA", None)]
 
 
+
+def test_a_hand_edited_env_file_is_not_the_containers_fault_the_recipe_judges_it():
+    """NCCL_IB_GID_INDEX edited in the node's nccl.env: the container (started from the recipe's file) is right,
+    the file is wrong. Judged against the node's copy the container would get a `docker rm -f` fix; against the
+    recipe it is clean, and the file's drift is the fabric stage's own row."""
+    spec = dict(SPEC, env={"VLLM_NO_USAGE_STATS": "1"}, env_files=["/etc/ds41f/nccl.env"])
+    hosts = {"dgx1": {"live": {"env_files": {"/etc/ds41f/nccl.env": {"NCCL_IB_GID_INDEX": "5"}}}}}
+    state = running()
+    edited = hosts["dgx1"]["live"]["env_files"]
+    assert [f["setting"] for f in live_checks.container("dgx1", spec, state, "f", edited)] == [
+        "container env NCCL_IB_GID_INDEX"]
+    live_checks.env_files_from_recipe(hosts, "/etc/ds41f/nccl.env", {"dgx1": {"NCCL_IB_GID_INDEX": "3"}})
+    assert live_checks.container("dgx1", spec, state, "f", hosts["dgx1"]["live"]["env_files"]) == []
+
 def test_memory_against_the_guard_that_applies():
     assert live_checks.memory("dgx1", {"available_gib": 2.5}, True, 5, 3)[0]["severity"] == "error"
     assert live_checks.memory("dgx1", {"available_gib": 3.5}, True, 5, 3)[0]["severity"] == "warn"
