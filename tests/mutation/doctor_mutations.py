@@ -151,6 +151,12 @@ def names(row, obj):
         str(row.get(k) or "") for k in ("setting", "found"))
 
 
+def generic(row):
+    """A row that names no cause: a check that failed without one, a change without its drift, no difference."""
+    return ("named no cause" in str(row.get("setting")) or row.get("found") == "would change (see --diff)"
+            or row.get("expected") == row.get("found"))
+
+
 def repair_stage(row, stage):
     fix = (row or {}).get("fix") or ""
     words = fix.split()
@@ -187,6 +193,7 @@ def trial(lab, objects, clean, chosen):
             "exactly one row names it": len(mine) == 1,
             "no other row": not others,
             "the row has a fix": bool(mine) and all(r.get("fix") for r in mine),
+            "no generic row": not any(generic(r) for r in rows),
             "the doctor changed no node": after == mutated,
         }
     for stage, how in dict.fromkeys(res["repair"]["stage"] for res in applied):  # each fix once

@@ -58,3 +58,11 @@ def test_trials_every_change_once_a_sample_or_sets_of_five_distinct_objects():
     assert len(dm.plan_trials(objects, 3, 0, random.Random(1))) == 3
     (group,) = dm.plan_trials(objects, 3, 1, random.Random(1))[3:]
     assert len(group) == 5 and len({dm.key(o) for o, _ in group}) == 5
+
+
+def test_a_generic_row_is_one_that_names_no_cause():
+    assert dm.generic({"setting": "Serve preflight (a check that named no cause)", "found": "x", "expected": "y"})
+    assert dm.generic({"setting": "/etc/x (task)", "expected": "as the stage sets it",
+                       "found": "would change (see --diff)"})
+    assert dm.generic({"setting": "x", "expected": "1", "found": "1"})
+    assert not dm.generic({"setting": "dgx2 enp1s0f1np1 mtu", "expected": "9000", "found": "1500"})
