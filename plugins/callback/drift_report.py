@@ -20,7 +20,7 @@ description:
   - Every check a module says it did not make (hardware the node lacks, an earlier refusal) is listed under
     "not checked", per node, with its reason; the picture colours only what a check read.
   - C(doctor.json) also lists, under C(managed), every object the stages' modules declared they manage (node,
-    stage, kind, name and its wanted state): what the mutation test (tests/mutation/) changes one by one.
+    stage, kind, name and its wanted state), which the mutation test (tests/mutation/) changes one by one.
   - Writes C(doctor.json), C(doctor.md) and the topology picture (C(topology.svg), and C(topology.png) with
     O(png)) coloured by the check, under O(report_dir).
   - Before the doctor's verdict task (M(dgxspark.ds41f.doctor_report)) runs, it saves the rows so far to

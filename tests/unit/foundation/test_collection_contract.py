@@ -42,6 +42,7 @@ def test_every_module_documents_check_mode_diff_and_idempotence():
 def test_inventory_and_vars_plugins_render():
     assert "dgxspark.ds41f.spark_topology" in ansible_doc("inventory", ["dgxspark.ds41f.spark_topology"])
     assert "dgxspark.ds41f.recipe" in ansible_doc("vars", ["dgxspark.ds41f.recipe"])
+    assert "dgxspark.ds41f.drift_report" in ansible_doc("callback", ["dgxspark.ds41f.drift_report"])
 
 
 @pytest.mark.parametrize("role", ROLES)
