@@ -82,10 +82,12 @@ def mode_of(path):
     return stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid
 
 
-def main():
-    module = AnsibleModule(argument_spec={"path": {"type": "path", "required": True},
-                                          "recipe_key": {"type": "str", "default": "", "no_log": True}},
-                           supports_check_mode=True)
+MODULE_SPEC = dict(argument_spec={"path": {"type": "path", "required": True},
+                                  "recipe_key": {"type": "str", "default": "", "no_log": True}},
+                   supports_check_mode=True)
+
+
+def run(module):
     path, wanted = module.params["path"], module.params["recipe_key"]
     folder = os.path.dirname(path)
     current = held(path)
@@ -112,6 +114,10 @@ def main():
     os.chown(path, 0, 0)
     os.chmod(path, 0o600)
     module.exit_json(changed=True, actions=changes, api_key=key)
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":
