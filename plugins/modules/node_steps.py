@@ -270,11 +270,11 @@ def run_step(source, module, args, call):
         checked = ArgumentSpecValidator(**{k: spec[k] for k in VALIDATOR_KEYS if k in spec}).validate(
             dict(args or {}))
         params = checked.validated_parameters
-        if checked.error_messages:
-            unsupported = any(isinstance(e, UnsupportedError) for e in checked.errors)
-            result = {"failed": True, "msg": "%s%s" % (
-                "Unsupported parameters for (dgxspark.ds41f.%s) module: " % module if unsupported else "",
-                "; ".join(checked.error_messages))}
+        if checked.error_messages:  # each error names its argument, as the module alone would say it
+            result = {"failed": True, "msg": "; ".join(
+                ("Unsupported parameters for (dgxspark.ds41f.%s) module: %s" % (module, text))
+                if isinstance(error, UnsupportedError) else text
+                for error, text in zip(checked.errors, checked.error_messages, strict=True))}
         elif call.check_mode and not spec.get("supports_check_mode"):
             result = {"skipped": True, "changed": False,
                       "msg": "remote module (dgxspark.ds41f.%s) does not support check mode" % module}
@@ -288,8 +288,8 @@ def run_step(source, module, args, call):
     except StepExit as done:
         result = done.result
     except (Exception, SystemExit):  # a module that crashed: its traceback is the answer, as Ansible would show it
-        return {"failed": True, "msg": "%s raised: %s" % (module, traceback.format_exc().strip().splitlines()[-1]),
-                "exception": traceback.format_exc()}
+        result = {"failed": True, "msg": "%s raised: %s" % (module, traceback.format_exc().strip().splitlines()[-1]),
+                  "exception": traceback.format_exc()}
     result = masked(result, secret_values(spec.get("argument_spec"), params))
     for key in ("invocation", "warnings", "deprecations"):  # the call reports warnings once, for all steps
         result.pop(key, None)

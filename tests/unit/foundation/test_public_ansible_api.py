@@ -1,6 +1,6 @@
-"""plugins/ uses ansible-core's public names only: a private one (basic._ANSIBLE_ARGS, AnsibleModule._record_module_
-result, a TaskResult's _result) changes under us between ansible-core releases. The check reads every Python file
-under plugins/ and every ansible-core name those files import, so a new file or a new import is checked as it lands."""
+"""plugins/ uses ansible-core's public names only: a private one (basic._ANSIBLE_ARGS, a TaskResult's _result)
+changes under us between ansible-core releases. The check reads every Python file under plugins/ and every
+ansible-core name those files import, so a new file or a new import is checked as it lands."""
 
 from __future__ import annotations
 
