@@ -6,6 +6,7 @@ them all on the node in one module call."""
 
 from __future__ import annotations
 
+import importlib
 import os
 
 from ansible.errors import AnsibleActionFail
@@ -60,6 +61,27 @@ def module_source(name):
         return handle.read()
 
 
+def no_log_options(name):
+    """The options that a step module marks no_log, from its MODULE_SPEC."""
+    module = importlib.import_module("ansible_collections.dgxspark.ds41f.plugins.modules." + name)
+    return sorted(k for k, v in module.MODULE_SPEC["argument_spec"].items() if v.get("no_log"))
+
+
+def module_args(steps):
+    """node_steps' arguments for steps (each with name, module, args and maybe id): the steps without their no_log
+    arguments, those apart in `secrets` (by step name), and each module's source once in `sources`."""
+    sent, secrets, sources = [], {}, {}
+    for step in steps:
+        hidden = no_log_options(step["module"])
+        args = dict(step.get("args") or {})
+        held = {k: args.pop(k) for k in hidden if k in args}
+        if held:
+            secrets[step["name"]] = held
+        sent.append(dict(step, args=args))
+        sources.setdefault(step["module"], module_source(step["module"]))
+    return {"steps": sent, "sources": sources, "secrets": secrets}
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
 
@@ -84,11 +106,11 @@ class ActionModule(ActionBase):
             if step["module"] == "managed_files":
                 args = rendered_args(self, args, task_vars)
             step = {k: v for k, v in step.items() if k != "when"}
-            sent.append(dict(step, args=args, source=module_source(step["module"])))
+            sent.append(dict(step, args=args))
         if not sent:
             result.update(skipped=True, changed=False, false_condition="every step's when", results=[], steps={},
                           msg="no step to run: every step's condition is false")
             return result
-        result.update(self._execute_module("dgxspark.ds41f.node_steps", module_args={"steps": sent},
+        result.update(self._execute_module("dgxspark.ds41f.node_steps", module_args=module_args(sent),
                                            task_vars=task_vars))
         return result

@@ -65,9 +65,10 @@ STEP_ACTIONS = ("dgxspark.ds41f.node_steps", "node_steps")
 
 
 def _stage(task):
-    role = getattr(task, "_role", None)
-    if role is not None:
-        return role.get_name().rsplit(".", 1)[-1]
+    # A role's task is named "<role> : <name>" (Task.get_name); the role's short name is the stage.
+    own, full = task.name or task.action, task.get_name()
+    if full != own and full.endswith(" : %s" % own):
+        return full[:-len(own) - 3].rsplit(".", 1)[-1]
     play = task.get_play() if hasattr(task, "get_play") else None
     return (play.get_name() if play else "") or "doctor"
 
@@ -101,14 +102,11 @@ class CallbackModule(CallbackBase):
 
     def _site_of(self, play):
         """The site file as the inventory read it (spark_site), to draw the picture from the one model."""
-        manager = play.get_variable_manager()
-        inventory = getattr(manager, "_inventory", None)
-        if inventory is None:
+        known = play.get_variable_manager().get_vars(play=play)
+        hosts, hostvars = known.get("ansible_play_hosts_all"), known.get("hostvars")
+        if not hosts or hostvars is None:
             return None
-        hosts = inventory.get_hosts(play.hosts)
-        if not hosts:
-            return None
-        return plain(manager.get_vars(play=play, host=hosts[0]).get("spark_site"))
+        return plain(hostvars[hosts[0]].get("spark_site"))
 
     def cluster(self):
         """The one model of the site, or None when the run has no site (or an invalid one)."""
@@ -137,7 +135,7 @@ class CallbackModule(CallbackBase):
 
     def _show_collective(self, result):
         """doctor --collective: the verdict (where the ranks met, join times, bandwidth) once, as it is set."""
-        verdict = (result._result.get("ansible_facts") or {}).get("serve_collective_verdict")
+        verdict = (result.result.get("ansible_facts") or {}).get("serve_collective_verdict")
         if isinstance(verdict, dict) and not self.collective_shown:
             self.collective_shown = True
             lines = [str(verdict.get("message", ""))] + list(verdict.get("lines") or [])
@@ -146,34 +144,34 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_failed(self, result, ignore_errors=False):
         # The doctor's stage plays ignore errors so that every stage runs; a failure still counts here.
         self._collect(result, failed=True)
-        msg = result._result.get("msg") or result._result.get("stderr") or "failed"
-        self._display.display("  FAILED %s | %s: %s" % (result._host.get_name(), result._task.get_name(),
+        msg = result.result.get("msg") or result.result.get("stderr") or "failed"
+        self._display.display("  FAILED %s | %s: %s" % (result.host.get_name(), result.task.get_name(),
                                                         drift._first_line(str(msg), 300)), color="red")
 
     def v2_runner_on_skipped(self, result):
-        if result._task.action not in META_ACTIONS:  # a meta task's skip is a condition, not a check
-            self._not_checked(result._host.get_name(), result._task, result._result, skipped=True)
+        if result.task.action not in META_ACTIONS:  # a meta task's skip is a condition, not a check
+            self._not_checked(result.host.get_name(), result.task, result.result, skipped=True)
 
     def v2_runner_on_unreachable(self, result):
-        node = result._host.get_name()
-        self.rows.append(drift.unreachable_row(node, result._task.get_name(), result._result, self._budget()))
-        self._display.display("  UNREACHABLE %s: %s" % (node, result._result.get("msg")),
+        node = result.host.get_name()
+        self.rows.append(drift.unreachable_row(node, result.task.get_name(), result.result, self._budget()))
+        self._display.display("  UNREACHABLE %s: %s" % (node, result.result.get("msg")),
                               color="red")
 
     def _collect(self, result, failed=False):
-        task = result._task
+        task = result.task
         if task.action in VERDICT_ACTIONS or (isinstance(task, Handler) and not failed):
             return  # the verdict sums up the table; a handler that would run echoes a change already in it
         stage = _stage(task)
-        node = result._host.get_name()
+        node = result.host.get_name()
         name = task.name or task.action
-        steps = result._result.get("results") if task.action in STEP_ACTIONS else None
+        steps = result.result.get("results") if task.action in STEP_ACTIONS else None
         if isinstance(steps, list):  # node_steps: each step counts as the task it stands for
             for step in steps:
                 self._collect_one(node, stage, step.get("step") or name, step, bool(step.get("failed")))
             return
         # callbacks get no 'failed' key
-        self._collect_one(node, stage, name, dict(result._result, failed=True) if failed else result._result, failed)
+        self._collect_one(node, stage, name, dict(result.result, failed=True) if failed else result.result, failed)
 
     def _budget(self):
         """Seconds of silence after which ssh gives a node up, from the ssh connection's own settings."""

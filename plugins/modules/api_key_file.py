@@ -102,10 +102,12 @@ def describe(found):
     return "%04o uid %d gid %d" % (mode, uid, gid)
 
 
-def main():
-    module = AnsibleModule(argument_spec={"path": {"type": "path", "required": True},
-                                          "recipe_key": {"type": "str", "default": "", "no_log": True}},
-                           supports_check_mode=True)
+MODULE_SPEC = dict(argument_spec={"path": {"type": "path", "required": True},
+                                  "recipe_key": {"type": "str", "default": "", "no_log": True}},
+                   supports_check_mode=True)
+
+
+def run(module):
     path, wanted = module.params["path"], module.params["recipe_key"]
     folder = os.path.dirname(path)
     current = held(path)
@@ -138,6 +140,10 @@ def main():
     os.chown(path, 0, 0)
     os.chmod(path, 0o600)
     module.exit_json(api_key=key, **plan.result())
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

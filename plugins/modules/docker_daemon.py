@@ -80,13 +80,15 @@ def unit_state(module, unit):
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line) if rc == 0 else {}
 
 
-def main():
-    module = AnsibleModule(argument_spec={
-        "node": {"type": "str", "required": True},
-        "unit": {"type": "str", "default": "docker.service"},
-        "socket": {"type": "path", "default": "/var/run/docker.sock"},
-        "timeout": {"type": "float", "default": 5},
-    }, supports_check_mode=True)
+MODULE_SPEC = dict(argument_spec={
+    "node": {"type": "str", "required": True},
+    "unit": {"type": "str", "default": "docker.service"},
+    "socket": {"type": "path", "default": "/var/run/docker.sock"},
+    "timeout": {"type": "float", "default": 5},
+}, supports_check_mode=True)
+
+
+def run(module):
     p = module.params
     answering, seen = docker_daemon.ping(p["socket"], p["timeout"])
     state = unit_state(module, p["unit"])
@@ -96,6 +98,10 @@ def main():
     if msg:
         module.fail_json(msg=msg, **result)
     module.exit_json(**result)
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

@@ -118,19 +118,21 @@ def neighbours(module):
     return True, lldp.parse(out)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "links": {"type": "list", "elements": "dict", "required": True},
-            "mtu": {"type": "int", "required": True},
-            "gid_index": {"type": "raw", "required": True},
-            "speed_mbps": {"type": "int", "required": True},
-            "node": {"type": "str", "required": True},
-            "count": {"type": "int", "default": 3},
-            "timeout": {"type": "int", "default": 2},
-        },
-        supports_check_mode=True,
-    )
+MODULE_SPEC = dict(
+    argument_spec={
+        "links": {"type": "list", "elements": "dict", "required": True},
+        "mtu": {"type": "int", "required": True},
+        "gid_index": {"type": "raw", "required": True},
+        "speed_mbps": {"type": "int", "required": True},
+        "node": {"type": "str", "required": True},
+        "count": {"type": "int", "default": 3},
+        "timeout": {"type": "int", "default": 2},
+    },
+    supports_check_mode=True,
+)
+
+
+def run(module):
     p = module.params
     link_keys = {"netdev": str, "hca": str, "port": int, "pcie": int, "peers": list}
     checks.fail_on(module, checks.elements(p["links"], "links", link_keys),
@@ -177,6 +179,10 @@ def main():
 
     failing = sum(1 for r in rows if r["status"] == "fail")
     module.exit_json(changed=False, rows=rows, failing=failing, drift=fc.drift(rows), lldp=running)
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

@@ -92,16 +92,18 @@ def read_conf(netdev, key):
         return None
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "links": {"type": "list", "elements": "dict", "required": True},
-            "mtu": {"type": "int", "required": True},
-            "routes": {"type": "list", "elements": "dict", "default": []},
-            "node": {"type": "str", "required": True},
-        },
-        supports_check_mode=True,
-    )
+MODULE_SPEC = dict(
+    argument_spec={
+        "links": {"type": "list", "elements": "dict", "required": True},
+        "mtu": {"type": "int", "required": True},
+        "routes": {"type": "list", "elements": "dict", "default": []},
+        "node": {"type": "str", "required": True},
+    },
+    supports_check_mode=True,
+)
+
+
+def run(module):
     checks.fail_on(module, checks.elements(module.params["links"], "links",
                                            {"netdev": str, "address": str, "prefix": int}),
                    checks.elements(module.params["routes"], "routes", {"to": str, "via": str, "netdev": str}),
@@ -170,6 +172,10 @@ def main():
         state = live.read(module.run_command)
     ours = {link["netdev"]: state.get(link["netdev"]) for link in module.params["links"]}
     module.exit_json(**plan.result(state=ours))
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

@@ -66,15 +66,17 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as chec
 TOOLS = ("ip", "ping", "netplan")
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "links": {"type": "list", "elements": "dict", "required": True},
-            "management_interface": {"type": "str", "required": True},
-            "node": {"type": "str", "required": True},
-        },
-        supports_check_mode=True,
-    )
+MODULE_SPEC = dict(
+    argument_spec={
+        "links": {"type": "list", "elements": "dict", "required": True},
+        "management_interface": {"type": "str", "required": True},
+        "node": {"type": "str", "required": True},
+    },
+    supports_check_mode=True,
+)
+
+
+def run(module):
     checks.fail_on(module, checks.elements(module.params["links"], "links",
                                            {"netdev": str, "port": int, "pcie": int}))
     node = module.params["node"]
@@ -103,6 +105,10 @@ def main():
         module.fail_json(msg="fabric preflight failed on %s; nothing was changed:\n%s" % (
             node, "\n".join("  - " + p for p in problems)), problems=problems, netdevs=present, drift=drift)
     module.exit_json(changed=False, netdevs=present, lldpd=module.get_bin_path("lldpd") is not None)
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

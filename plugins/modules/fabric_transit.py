@@ -123,14 +123,16 @@ def write(path, text, mode):
     os.chmod(path, mode)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "netdevs": {"type": "list", "elements": "str", "required": True},
-            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-        },
-        supports_check_mode=True,
-    )
+MODULE_SPEC = dict(
+    argument_spec={
+        "netdevs": {"type": "list", "elements": "str", "required": True},
+        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    },
+    supports_check_mode=True,
+)
+
+
+def run(module):
     plan = Plan(module)
     present = module.params["state"] == "present"
     rules = forward_rules([{"netdev": n} for n in module.params["netdevs"]])
@@ -190,6 +192,10 @@ def main():
             plan.change(setting, None, "ACCEPT", "iptables -D %s -i %s -o %s -j ACCEPT" % (CHAIN, a, b),
                         run("iptables", "-w", "-D", CHAIN, "-i", a, "-o", b, "-j", "ACCEPT"))
     module.exit_json(**plan.result(rules=[list(r) for r in rules]))
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

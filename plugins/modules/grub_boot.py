@@ -125,18 +125,20 @@ def load_record(path):
         return None
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "want": {"type": "str", "required": True},
-            "stock": {"type": "str", "required": True},
-            "record": {"type": "path", "default": "/var/lib/ds41f/kernel/boot.json"},
-            "arm": {"type": "bool", "default": False},
-            "cancel_once": {"type": "bool", "default": False},
-            "backup_dir": {"type": "path", "default": "/var/lib/ds41f/kernel/before"},
-        },
-        supports_check_mode=True,
-    )
+MODULE_SPEC = dict(
+    argument_spec={
+        "want": {"type": "str", "required": True},
+        "stock": {"type": "str", "required": True},
+        "record": {"type": "path", "default": "/var/lib/ds41f/kernel/boot.json"},
+        "arm": {"type": "bool", "default": False},
+        "cancel_once": {"type": "bool", "default": False},
+        "backup_dir": {"type": "path", "default": "/var/lib/ds41f/kernel/before"},
+    },
+    supports_check_mode=True,
+)
+
+
+def run(module):
     p = module.params
     host = module_host(module)
     plan = Plan(module)
@@ -189,6 +191,10 @@ def main():
                         lambda: run("grub-reboot", decided["entry"]))
             pending = decided["entry"]
     module.exit_json(**plan.result(running=running, next_entry=pending, **decided))
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

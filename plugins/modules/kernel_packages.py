@@ -75,9 +75,11 @@ def installed(module, names):
     return found
 
 
-def main():
-    module = AnsibleModule(argument_spec={"packages": {"type": "list", "elements": "str", "required": True}},
-                           supports_check_mode=True)
+MODULE_SPEC = dict(argument_spec={"packages": {"type": "list", "elements": "str", "required": True}},
+                   supports_check_mode=True)
+
+
+def run(module):
     wanted = {}
     for spec in module.params["packages"]:
         name, sep, version = spec.partition("=")
@@ -109,6 +111,10 @@ def main():
         module.run_command(["apt-get", "-y", *APT_FLAGS, "install", *missing], environ_update=APT_ENV,
                            check_rc=True)
     module.exit_json(**plan.result(simulation=simulation))
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

@@ -284,20 +284,22 @@ def env_file(path):
     return out
 
 
-def main():
-    module = AnsibleModule(argument_spec={
-        "links": {"type": "list", "elements": "dict", "default": []},
-        "mtu": {"type": "int", "default": 9000},
-        "ping": {"type": "bool", "default": True},
-        "launch_spec": {"type": "dict"},
-        "model_info": {"type": "path"},
-        "guard_unit": {"type": "str", "default": ""},
-        "api_url": {"type": "str"},
-        "api_key_file": {"type": "path", "no_log": False},
-        "progress_model": {"type": "str"},
-        "first_token_s": {"type": "float", "default": 20, "no_log": False},  # a deadline, not a secret
-        "watchdog_state_file": {"type": "path"},
-    }, supports_check_mode=True)
+MODULE_SPEC = dict(argument_spec={
+    "links": {"type": "list", "elements": "dict", "default": []},
+    "mtu": {"type": "int", "default": 9000},
+    "ping": {"type": "bool", "default": True},
+    "launch_spec": {"type": "dict"},
+    "model_info": {"type": "path"},
+    "guard_unit": {"type": "str", "default": ""},
+    "api_url": {"type": "str"},
+    "api_key_file": {"type": "path", "no_log": False},
+    "progress_model": {"type": "str"},
+    "first_token_s": {"type": "float", "default": 20, "no_log": False},  # a deadline, not a secret
+    "watchdog_state_file": {"type": "path"},
+}, supports_check_mode=True)
+
+
+def run(module):
     p = module.params
     checks.fail_on(module, checks.elements(p["links"], "links", {"netdev": str}),
                    checks.int_range(p["mtu"], "mtu", 1280, 9216),
@@ -356,6 +358,10 @@ def main():
     # The node's kind and readings in the same call (the verify stage reads the node once).
     module.exit_json(changed=False, live=live, skipped_checks=skipped,
                      ansible_facts={"ds41f_node": platform.summary(module_host(module))})
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

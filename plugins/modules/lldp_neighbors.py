@@ -65,16 +65,17 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import links as live
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import lldp
 
+MODULE_SPEC = dict(
+    argument_spec={
+        "netdevs": {"type": "list", "elements": "str", "default": []},
+        "refresh": {"type": "bool", "default": False},
+        "wait": {"type": "int", "default": 20},
+    },
+    supports_check_mode=True,
+)
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "netdevs": {"type": "list", "elements": "str", "default": []},
-            "refresh": {"type": "bool", "default": False},
-            "wait": {"type": "int", "default": 20},
-        },
-        supports_check_mode=True,
-    )
+
+def run(module):
 
     def read():
         """Neighbours, or None when lldpd is not installed or not running (e.g. in check mode before it is)."""
@@ -100,6 +101,10 @@ def main():
             time.sleep(0.5)
             found = read() or {}
     module.exit_json(changed=False, neighbors=found, running=True)
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

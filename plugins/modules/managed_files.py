@@ -199,13 +199,15 @@ def converge_directory(module, plan, raw, i):
     return False
 
 
-def main():
-    module = AnsibleModule(argument_spec={
-        "files": {"type": "list", "elements": "dict", "required": True},
-        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-        "directories": {"type": "list", "elements": "dict", "default": []},
-        "directory_mode": {"type": "str", "default": "0755"},
-    }, supports_check_mode=True)
+MODULE_SPEC = dict(argument_spec={
+    "files": {"type": "list", "elements": "dict", "required": True},
+    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "directories": {"type": "list", "elements": "dict", "default": []},
+    "directory_mode": {"type": "str", "default": "0755"},
+}, supports_check_mode=True)
+
+
+def run(module):
     checks.fail_on(module, checks.mode(module.params["directory_mode"], "directory_mode"),
                    checks.elements(module.params["files"], "files", {"path": str}),
                    checks.elements(module.params["directories"], "directories", {"path": str}))
@@ -245,6 +247,10 @@ def main():
                         lambda s=spec: set_attributes(s))
             changed.append(path)
     module.exit_json(**plan.result(changed_paths=changed))
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

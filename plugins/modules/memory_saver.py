@@ -191,21 +191,23 @@ def copy_source(module, want):
     shutil.copytree(src, "/usr/src/%s-%s" % (want["package"], want["version"]), ignore=SOURCE_SKIP)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "package": {"type": "str", "default": "dgx-spark-memory-saver"},
-            "version": {"type": "str", "required": True},
-            "kernel": {"type": "str", "required": True},
-            "driver": {"type": "str", "required": True},
-            "source": {"type": "path"},
-            "certificate": {"type": "path"},
-            "hold": {"type": "list", "elements": "str", "default": []},
-            "stock_package": {"type": "str"},
-            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-        },
-        supports_check_mode=True,
-    )
+MODULE_SPEC = dict(
+    argument_spec={
+        "package": {"type": "str", "default": "dgx-spark-memory-saver"},
+        "version": {"type": "str", "required": True},
+        "kernel": {"type": "str", "required": True},
+        "driver": {"type": "str", "required": True},
+        "source": {"type": "path"},
+        "certificate": {"type": "path"},
+        "hold": {"type": "list", "elements": "str", "default": []},
+        "stock_package": {"type": "str"},
+        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    },
+    supports_check_mode=True,
+)
+
+
+def run(module):
     p = module.params
     want = {k: p[k] for k in ("package", "version", "kernel", "driver", "hold")}
     assess = machine.assess if p["state"] == "present" else machine.assess_removal
@@ -235,6 +237,10 @@ def main():
         named = live_checks.memory_saver(os.uname()[1], result, readings, want)
         out["drift"] = [{k: f[k] for k in ("setting", "expected", "found", "fix")} for f in named] or out["drift"]
     module.exit_json(**out)
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

@@ -104,15 +104,16 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import manifest as mf
 
+MODULE_SPEC = dict(argument_spec={
+    "path": {"type": "path", "required": True},
+    "manifest": {"type": "dict", "required": True},
+    "record_path": {"type": "path", "required": True},
+    "full": {"type": "bool", "default": False},
+    "workers": {"type": "int", "default": 8},
+}, supports_check_mode=True)
 
-def main():
-    module = AnsibleModule(argument_spec={
-        "path": {"type": "path", "required": True},
-        "manifest": {"type": "dict", "required": True},
-        "record_path": {"type": "path", "required": True},
-        "full": {"type": "bool", "default": False},
-        "workers": {"type": "int", "default": 8},
-    }, supports_check_mode=True)
+
+def run(module):
     p = module.params
     bad = mf.validate(p["manifest"])
     if bad:
@@ -132,6 +133,10 @@ def main():
                      needed_bytes=mf.bytes_needed(p["manifest"], result["problems"]),
                      free_bytes=mf.free_bytes(p["path"]), drift=drift,
                      record_digest=record.get("manifest_digest") if isinstance(record, dict) else None)
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

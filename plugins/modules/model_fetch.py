@@ -162,23 +162,25 @@ class Recorder:
         mf.write_atomic(self.path, mf.dump_json(mf.record_of(self.manifest, self.ok)))
 
 
-def main():
-    module = AnsibleModule(argument_spec={
-        "path": {"type": "path", "required": True},
-        "manifest": {"type": "dict", "required": True},
-        "manifest_path": {"type": "path", "required": True},
-        "record_path": {"type": "path", "required": True},
-        "check": {"type": "dict", "required": True},
-        "parent": {"type": "dict"},
-        "origin": {"type": "str", "default": "the source"},
-        "node": {"type": "str", "required": True},
-        "port": {"type": "int", "default": 47110},
-        "token": {"type": "str", "no_log": True},
-        "streams": {"type": "int", "default": 8},
-        "allow_management": {"type": "bool", "default": True},
-        "wait_timeout": {"type": "int", "default": 3600},
-        "reserve_bytes": {"type": "int", "default": 0},
-    }, supports_check_mode=True)
+MODULE_SPEC = dict(argument_spec={
+    "path": {"type": "path", "required": True},
+    "manifest": {"type": "dict", "required": True},
+    "manifest_path": {"type": "path", "required": True},
+    "record_path": {"type": "path", "required": True},
+    "check": {"type": "dict", "required": True},
+    "parent": {"type": "dict"},
+    "origin": {"type": "str", "default": "the source"},
+    "node": {"type": "str", "required": True},
+    "port": {"type": "int", "default": 47110},
+    "token": {"type": "str", "no_log": True},
+    "streams": {"type": "int", "default": 8},
+    "allow_management": {"type": "bool", "default": True},
+    "wait_timeout": {"type": "int", "default": 3600},
+    "reserve_bytes": {"type": "int", "default": 0},
+}, supports_check_mode=True)
+
+
+def run(module):
     p = module.params
     manifest, check, parent = p["manifest"], p["check"], p["parent"]
     problems = check.get("problems") or []
@@ -240,6 +242,10 @@ def main():
     seconds = time.monotonic() - start
     module.exit_json(**plan.result(fetched=sorted(received), received_bytes=sum(received.values()),
                                    seconds=round(seconds, 3), via=via))
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

@@ -73,12 +73,13 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import fragmentation as frag
 
+MODULE_SPEC = dict(argument_spec={
+    "path": {"type": "path", "required": True},
+    "manifest": {"type": "dict", "required": True},
+}, supports_check_mode=True)
 
-def main():
-    module = AnsibleModule(argument_spec={
-        "path": {"type": "path", "required": True},
-        "manifest": {"type": "dict", "required": True},
-    }, supports_check_mode=True)
+
+def run(module):
     root = os.path.realpath(module.params["path"])
     paths = [os.path.join(root, e["path"]) for e in module.params["manifest"]["files"]]
     paths = [p for p in paths if os.path.isfile(p)]
@@ -109,6 +110,10 @@ def main():
     fixes = ["e4defrag -v %s" % os.path.join(root, rel) for rel in summary["fragmented"]]
     module.exit_json(changed=False, filesystem=fstype, status=summary["status"], files=rows,
                      fragmented=summary["fragmented"], fixes=fixes, notes=warnings)
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

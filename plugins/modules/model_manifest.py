@@ -91,16 +91,17 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import manifest as mf
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
 
+MODULE_SPEC = dict(argument_spec={
+    "path": {"type": "path", "required": True},
+    "repo": {"type": "str", "required": True},
+    "revision": {"type": "str", "required": True},
+    "manifest_path": {"type": "path", "required": True},
+    "record_path": {"type": "path"},
+    "workers": {"type": "int", "default": 8},
+}, supports_check_mode=True)
 
-def main():
-    module = AnsibleModule(argument_spec={
-        "path": {"type": "path", "required": True},
-        "repo": {"type": "str", "required": True},
-        "revision": {"type": "str", "required": True},
-        "manifest_path": {"type": "path", "required": True},
-        "record_path": {"type": "path"},
-        "workers": {"type": "int", "default": 8},
-    }, supports_check_mode=True)
+
+def run(module):
     p = module.params
     plan = Plan(module)
     existing = mf.load_json(p["manifest_path"])
@@ -121,6 +122,10 @@ def main():
         ok = {f["path"]: mf.stat_key(os.path.join(p["path"], f["path"])) for f in made["files"]}
         mf.write_atomic(p["record_path"], mf.dump_json(mf.record_of(made, ok)))
     module.exit_json(**plan.result(manifest=made, digest=made["digest"], created=True, hashed=len(hashed)))
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

@@ -130,16 +130,18 @@ def console_steps(secure_boot, enrollment, cert, node):
         cert, enrollment, " | ".join(steps))
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "directory": {"type": "path", "default": "/root/.local/share/dgx-spark-memory-saver/keys"},
-            "subject": {"type": "str", "default": "/CN=DGX Spark local module signing/"},
-            "days": {"type": "int", "default": 3650},
-            "framework_conf": {"type": "path", "default": mok.FRAMEWORK_CONF},
-        },
-        supports_check_mode=True,
-    )
+MODULE_SPEC = dict(
+    argument_spec={
+        "directory": {"type": "path", "default": "/root/.local/share/dgx-spark-memory-saver/keys"},
+        "subject": {"type": "str", "default": "/CN=DGX Spark local module signing/"},
+        "days": {"type": "int", "default": 3650},
+        "framework_conf": {"type": "path", "default": mok.FRAMEWORK_CONF},
+    },
+    supports_check_mode=True,
+)
+
+
+def run(module):
     p = module.params
     host = module_host(module)
     plan = Plan(module)
@@ -193,6 +195,10 @@ def main():
         # The stage stops here: enrolling needs the console. What was made above stays (the key to enroll).
         module.fail_json(msg=problem, **result)
     module.exit_json(**result)
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

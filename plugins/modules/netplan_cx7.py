@@ -299,24 +299,30 @@ class Netplan:
                                                  backups=self.backups))
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "links": {"type": "list", "elements": "dict", "required": True},
-            "mtu": {"type": "int", "required": True},
-            "renderer": {"type": "str", "choices": ["auto", "NetworkManager", "networkd"], "default": "auto"},
-            "routes": {"type": "list", "elements": "dict", "default": []},
-            "path": {"type": "path", "default": "/etc/netplan/40-cx7.yaml"},
-            "arp_file": {"type": "path", "default": "/etc/sysctl.d/60-ds41f-cx7-arp.conf"},
-            "backup_dir": {"type": "path", "default": "/var/backups/ds41f/fabric"},
-            "apply": {"type": "bool", "default": True},
-        },
-        supports_check_mode=True,
-    )
+MODULE_SPEC = dict(
+    argument_spec={
+        "links": {"type": "list", "elements": "dict", "required": True},
+        "mtu": {"type": "int", "required": True},
+        "renderer": {"type": "str", "choices": ["auto", "NetworkManager", "networkd"], "default": "auto"},
+        "routes": {"type": "list", "elements": "dict", "default": []},
+        "path": {"type": "path", "default": "/etc/netplan/40-cx7.yaml"},
+        "arp_file": {"type": "path", "default": "/etc/sysctl.d/60-ds41f-cx7-arp.conf"},
+        "backup_dir": {"type": "path", "default": "/var/backups/ds41f/fabric"},
+        "apply": {"type": "bool", "default": True},
+    },
+    supports_check_mode=True,
+)
+
+
+def run(module):
     checks.fail_on(module, checks.elements(module.params["links"], "links", {"netdev": str}),
                    checks.elements(module.params["routes"], "routes", {"to": str, "via": str, "netdev": str}),
                    checks.int_range(module.params["mtu"], "mtu", 1280, 9216))
     Netplan(module).main()
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

@@ -43,10 +43,15 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import platform
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import module_host
 
+MODULE_SPEC = dict(argument_spec={}, supports_check_mode=True)
+
+
+def run(module):
+    module.exit_json(changed=False, ansible_facts={"ds41f_node": platform.summary(module_host(module))})
+
 
 def main():
-    module = AnsibleModule(argument_spec={}, supports_check_mode=True)
-    module.exit_json(changed=False, ansible_facts={"ds41f_node": platform.summary(module_host(module))})
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

@@ -159,22 +159,24 @@ def write_record(module, path, doc):
     module.atomic_move(temp, path)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "image": {"type": "str", "required": True},
-            "docker": {"type": "str", "default": "docker"},
-            "gpus": {"type": "str", "default": "all"},
-            "python": {"type": "str", "default": "python3"},
-            "cache_dir": {"type": "path"},
-            "kind": {"type": "str"},
-            "repeats": {"type": "int"},
-            "inject_bitflip": {"type": "str"},
-            "record": {"type": "path", "default": "/var/lib/ds41f/qualify.json"},
-            "timeout": {"type": "int", "default": 1800},
-        },
-        supports_check_mode=True,
-    )
+MODULE_SPEC = dict(
+    argument_spec={
+        "image": {"type": "str", "required": True},
+        "docker": {"type": "str", "default": "docker"},
+        "gpus": {"type": "str", "default": "all"},
+        "python": {"type": "str", "default": "python3"},
+        "cache_dir": {"type": "path"},
+        "kind": {"type": "str"},
+        "repeats": {"type": "int"},
+        "inject_bitflip": {"type": "str"},
+        "record": {"type": "path", "default": "/var/lib/ds41f/qualify.json"},
+        "timeout": {"type": "int", "default": 1800},
+    },
+    supports_check_mode=True,
+)
+
+
+def run(module):
     p = module.params
     argv = qualify.command(p["image"], p["docker"], p["gpus"], p["python"], p["cache_dir"], p["kind"], p["repeats"],
                            p["inject_bitflip"])
@@ -217,6 +219,10 @@ def main():
         module.fail_json(msg="node qualification %s: %s" % (doc["status"], "; ".join(result["failures"])), **result)
     module.exit_json(msg="node qualification passed (%s, %s)" % (doc["device"]["name"], doc["device"]["kind"]),
                      **result)
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

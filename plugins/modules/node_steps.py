@@ -13,6 +13,10 @@ description:
     the node, so a stage reads and converges a node in one round trip instead of one per module.
   - A step does exactly what its module does alone, with the same code, arguments and checks. It reads first,
     writes only outside check mode, and returns its own result, diff and drift.
+  - Each step module declares its AnsibleModule arguments as C(MODULE_SPEC) and does its work in C(run(module)).
+    Here its arguments are checked against that spec with Ansible's public argument validator, and C(run) gets
+    an object with the step's C(params), this call's check mode, and this call's AnsibleModule for running
+    commands, finding binaries and moving files; its C(exit_json) and C(fail_json) end the step only.
   - Outside check mode the first step that fails ends the call; the steps after it are returned as skipped,
     with the failed step named as the reason. In check mode nothing is written, so every step runs and reports,
     as the doctor's stages do.
@@ -33,6 +37,18 @@ options:
     type: list
     elements: dict
     required: true
+  sources:
+    description:
+      - The source of each step's module, by its short name. The action plugin sends them; kept out of the node's
+        log.
+    type: dict
+    required: true
+  secrets:
+    description:
+      - The arguments that a step's module marks C(no_log), by step name, sent apart from O(steps) so that the
+        node's log and the result mask them, as the module alone would. The action plugin sends them.
+    type: dict
+    default: {}
 attributes:
   check_mode:
     support: full
@@ -81,12 +97,12 @@ ansible_facts:
   type: dict
 """
 
-import json
 import traceback
 
-from ansible.module_utils import basic
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common import json as module_json
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.common.parameters import remove_values
+from ansible.module_utils.errors import UnsupportedError
 
 # Module sources arrive as text and import their module_utils by name; a module_utils file is in this payload only
 # if this file names it. `_payload` is never called: its imports put every step module's module_utils in the
@@ -131,45 +147,156 @@ def _payload():  # pragma: no cover
     )
 
 
-def _step_args(args, module, internal):
-    out = dict(args or {})
-    out.update(internal, _ansible_module_name="dgxspark.ds41f." + module)
-    return out
+# The keywords of a MODULE_SPEC that ArgumentSpecValidator takes (the rest, supports_check_mode, are read here).
+VALIDATOR_KEYS = ("argument_spec", "mutually_exclusive", "required_together", "required_one_of", "required_if",
+                  "required_by")
+SPEC_KEYS = VALIDATOR_KEYS + ("supports_check_mode",)
 
 
-def run_step(source, module, args, internal, profile):
-    """One module's source run as its own __main__, in this process; its result dict."""
-    returned = []
+class StepExit(BaseException):
+    """A step's exit_json or fail_json: it ends the step's run() with its result. A BaseException, as SystemExit
+    is, so that a step module's own `except Exception` around its exit lets it through."""
 
-    def record(self, result):  # exit_json and fail_json hand their result here, then raise SystemExit
-        returned.append(result)
+    def __init__(self, result):
+        super().__init__(result.get("msg", ""))
+        self.result = result
 
-    encoder = module_json.get_module_encoder(profile, module_json.Direction.CONTROLLER_TO_MODULE)
-    saved = (basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE, AnsibleModule._record_module_result)
-    basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": _step_args(args, module, internal)},
-                                     cls=encoder).encode()
-    basic._ANSIBLE_PROFILE = profile
-    AnsibleModule._record_module_result = record
-    try:
-        exec(compile(source, "dgxspark.ds41f." + module, "exec"), {"__name__": "__main__"})  # noqa: S102
-    except SystemExit:
-        pass
-    except Exception:  # a module that crashed: its traceback is the answer, as Ansible would show it
-        return {"failed": True, "msg": "%s raised: %s" % (module, traceback.format_exc().strip().splitlines()[-1]),
-                "exception": traceback.format_exc()}
-    finally:
-        basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE, AnsibleModule._record_module_result = saved
-    if not returned:
-        return {"failed": True, "msg": "%s returned nothing (it never called exit_json or fail_json)" % module}
-    result = returned[-1]
-    for key in ("invocation", "warnings", "deprecations"):  # the call reports warnings once, for all steps
-        result.pop(key, None)
-    if not isinstance(result.get("exception", ""), str):  # an error summary object: its message is in msg
-        result.pop("exception")
+
+def exit_result(msg, kwargs):
+    result = dict(kwargs, failed=True, msg=str(msg))
+    error = result.get("exception")
+    if isinstance(error, BaseException):  # a traceback, as a string the result can carry
+        result["exception"] = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     return result
 
 
-def run_steps(steps, internal, profile, check_mode):
+class StepModule:
+    """What a step module's run(module) is given in place of its AnsibleModule: the step's validated params and
+    this call's check mode; exit_json and fail_json end the step; commands, binaries, files and warnings go through
+    the call's own AnsibleModule (whose fail_json, while a step runs, ends that step only)."""
+
+    def __init__(self, call, params, spec):
+        self.call = call
+        self.params = params
+        self.argument_spec = spec["argument_spec"]
+        self.supports_check_mode = bool(spec.get("supports_check_mode"))
+        self.check_mode = call.check_mode
+
+    def exit_json(self, **result):
+        raise StepExit(result)
+
+    def fail_json(self, msg, **kwargs):
+        raise StepExit(exit_result(msg, kwargs))
+
+    def run_command(self, *args, **kwargs):
+        return self.call.run_command(*args, **kwargs)
+
+    def get_bin_path(self, *args, **kwargs):
+        return self.call.get_bin_path(*args, **kwargs)
+
+    def atomic_move(self, *args, **kwargs):
+        return self.call.atomic_move(*args, **kwargs)
+
+    def warn(self, *args, **kwargs):
+        return self.call.warn(*args, **kwargs)
+
+    def log(self, *args, **kwargs):
+        return self.call.log(*args, **kwargs)
+
+    @property
+    def tmpdir(self):
+        return self.call.tmpdir
+
+
+def secret_values(argument_spec, params):
+    """The values of the options marked no_log (suboptions too), as strings, to mask as AnsibleModule does."""
+    found = set()
+
+    def leaves(value):
+        if isinstance(value, dict):
+            for item in value.values():
+                leaves(item)
+        elif isinstance(value, (list, tuple, set)):
+            for item in value:
+                leaves(item)
+        elif isinstance(value, str):
+            if value:
+                found.add(value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            found.add(str(value))
+
+    for name, opts in (argument_spec or {}).items():
+        value = (params or {}).get(name)
+        if value is None:
+            continue
+        if opts.get("no_log"):
+            leaves(value)
+        elif opts.get("options"):
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, dict):
+                    found.update(secret_values(opts["options"], item))
+    return found
+
+
+def masked(result, secrets):
+    """The result with every no_log value masked; booleans and None kept, as AnsibleModule's exit keeps them."""
+    if not secrets:
+        return result
+    kept = {k: v for k, v in result.items() if v is None or isinstance(v, bool)}
+    out = remove_values(result, secrets)
+    out.update(kept)
+    return out
+
+
+def load_step(source, module):
+    """The step module's MODULE_SPEC and run, from its source run under a name that is not __main__ (so its own
+    main() does not start)."""
+    namespace = {"__name__": "dgxspark_ds41f_step_" + module}
+    exec(compile(source, "dgxspark.ds41f." + module, "exec"), namespace)  # noqa: S102
+    spec, run = namespace.get("MODULE_SPEC"), namespace.get("run")
+    if not isinstance(spec, dict) or not isinstance(spec.get("argument_spec"), dict) or not callable(run):
+        raise TypeError("%s has no MODULE_SPEC with an argument_spec and no run(module)" % module)
+    unknown = sorted(set(spec) - set(SPEC_KEYS))
+    if unknown:
+        raise TypeError("%s's MODULE_SPEC has %s, which a step cannot honour" % (module, ", ".join(unknown)))
+    return spec, run
+
+
+def run_step(source, module, args, call):
+    """One module's run(module) in this process, on its validated args; its result dict."""
+    spec, params = {}, {}
+    try:
+        spec, run = load_step(source, module)
+        checked = ArgumentSpecValidator(**{k: spec[k] for k in VALIDATOR_KEYS if k in spec}).validate(
+            dict(args or {}))
+        params = checked.validated_parameters
+        if checked.error_messages:  # each error names its argument, as the module alone would say it
+            result = {"failed": True, "msg": "; ".join(
+                ("Unsupported parameters for (dgxspark.ds41f.%s) module: %s" % (module, text))
+                if isinstance(error, UnsupportedError) else text
+                for error, text in zip(checked.errors, checked.error_messages, strict=True))}
+        elif call.check_mode and not spec.get("supports_check_mode"):
+            result = {"skipped": True, "changed": False,
+                      "msg": "remote module (dgxspark.ds41f.%s) does not support check mode" % module}
+        else:
+            call.step_running = True
+            try:
+                run(StepModule(call, params, spec))
+            finally:
+                call.step_running = False
+            result = {"failed": True, "msg": "%s returned nothing (it never called exit_json or fail_json)" % module}
+    except StepExit as done:
+        result = done.result
+    except (Exception, SystemExit):  # a module that crashed: its traceback is the answer, as Ansible would show it
+        result = {"failed": True, "msg": "%s raised: %s" % (module, traceback.format_exc().strip().splitlines()[-1]),
+                  "exception": traceback.format_exc()}
+    result = masked(result, secret_values(spec.get("argument_spec"), params))
+    for key in ("invocation", "warnings", "deprecations"):  # the call reports warnings once, for all steps
+        result.pop(key, None)
+    return result
+
+
+def run_steps(steps, sources, secrets, call):
     """Every step's result in order; outside check mode the first failure skips the rest."""
     results = []
     failed = None
@@ -179,8 +306,9 @@ def run_steps(steps, internal, profile, check_mode):
             results.append(dict(head, skipped=True, changed=False,
                                 msg="not run: the step before it failed (%s)" % failed))
             continue
-        result = dict(run_step(step["source"], step["module"], step.get("args"), internal, profile), **head)
-        if result.get("failed") and not check_mode:
+        args = dict(step.get("args") or {}, **(secrets.get(step["name"]) or {}))
+        result = dict(run_step(sources[step["module"]], step["module"], args, call), **head)
+        if result.get("failed") and not call.check_mode:
             failed = step["name"]
         results.append(result)
     return results
@@ -215,24 +343,35 @@ def summary(results):
 
 
 class StepsModule(AnsibleModule):
-    def _log_invocation(self):
-        # Each step logs its own invocation, with its own no_log arguments kept out; this call names the steps
-        # only (their arguments and module sources would repeat those logs, secrets included).
-        self.log("Invoked with steps=%s" % ", ".join(str(s.get("module")) for s in self.params["steps"]))
+    """node_steps' AnsibleModule. While a step runs, a fail_json of its own (run_command's check_rc,
+    get_bin_path's required, atomic_move's errors, all called for the step) ends that step, not the call."""
+
+    step_running = False
+
+    def fail_json(self, msg, **kwargs):
+        if self.step_running:
+            raise StepExit(exit_result(msg, kwargs))
+        super().fail_json(msg, **kwargs)
+
+
+ARGUMENT_SPEC = {
+    "steps": {"type": "list", "elements": "dict", "required": True},
+    # The modules' sources and the steps' secrets stay out of the node's log (and the secrets out of the result).
+    "sources": {"type": "dict", "required": True, "no_log": True},
+    "secrets": {"type": "dict", "default": {}, "no_log": True},
+}
 
 
 def main():
-    module = StepsModule(argument_spec={"steps": {"type": "list", "elements": "dict", "required": True}},
-                         supports_check_mode=True)
-    internal = {k: v for k, v in basic._PARSED_MODULE_ARGS.items() if k.startswith("_ansible_")}
-    steps = module.params["steps"]
+    module = StepsModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    steps, sources = module.params["steps"], module.params["sources"]
     for i, step in enumerate(steps):
-        missing = [k for k in ("name", "module", "source") if not step.get(k)]
-        if missing:
+        missing = [k for k in ("name", "module") if not step.get(k)]
+        if missing or step["module"] not in sources:
             module.fail_json(msg="steps[%d]: no %s. Fix: call node_steps through its action plugin, with a name "
-                             "and a module for every step." % (i, missing[0]))
-    out = summary(run_steps(steps, internal, basic._ANSIBLE_PROFILE, module.check_mode))
-    # The steps' arguments (sources, and what a step keeps out of logs) stay out of the result.
+                             "and a module for every step." % (i, missing[0] if missing else "module source"))
+    out = summary(run_steps(steps, sources, module.params["secrets"], module))
+    # ansible-core 2.19 returns the call's arguments as `invocation` unless the module gives its own: the names.
     out["invocation"] = {"module_args": {"steps": [s["name"] for s in steps]}}
     if out.get("failed"):
         module.fail_json(**out)

@@ -64,9 +64,11 @@ def state(module, dpkg_query, name):
     return LEFT.get(status[1])
 
 
-def main():
-    module = AnsibleModule(argument_spec={"names": {"type": "list", "elements": "str", "required": True}},
-                           supports_check_mode=True)
+MODULE_SPEC = dict(argument_spec={"names": {"type": "list", "elements": "str", "required": True}},
+                   supports_check_mode=True)
+
+
+def run(module):
     plan = Plan(module)
     purged = []
     dpkg_query = module.get_bin_path("dpkg-query")
@@ -78,6 +80,10 @@ def main():
                         lambda name=name: module.run_command(["apt-get", "purge", "-y", name], check_rc=True,
                                                              environ_update={"DEBIAN_FRONTEND": "noninteractive"}))
     module.exit_json(**plan.result(purged=purged))
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

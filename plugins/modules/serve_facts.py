@@ -122,16 +122,18 @@ def model_state(model_dir, info_path):
     return state
 
 
-def main():
-    module = AnsibleModule(argument_spec={
-        "container": {"type": "str", "required": True},
-        "image": {"type": "str", "required": True},
-        "guard_unit": {"type": "str", "default": "ds41f-memguard.service"},
-        "guard_state_file": {"type": "path", "default": "/run/ds41f/memguard.json"},
-        "model_dir": {"type": "path", "required": True},
-        "model_info": {"type": "str", "default": "/etc/ds41f/model.json"},
-        "env_files": {"type": "list", "elements": "path", "default": []},
-    }, supports_check_mode=True)
+MODULE_SPEC = dict(argument_spec={
+    "container": {"type": "str", "required": True},
+    "image": {"type": "str", "required": True},
+    "guard_unit": {"type": "str", "default": "ds41f-memguard.service"},
+    "guard_state_file": {"type": "path", "default": "/run/ds41f/memguard.json"},
+    "model_dir": {"type": "path", "required": True},
+    "model_info": {"type": "str", "default": "/etc/ds41f/model.json"},
+    "env_files": {"type": "list", "elements": "path", "default": []},
+}, supports_check_mode=True)
+
+
+def run(module):
     p = module.params
     run = module.run_command
     if module.get_bin_path("docker") is None:
@@ -154,6 +156,10 @@ def main():
     # The node's kind in the same call: the serve stage reads each node once.
     module.exit_json(changed=False, ansible_facts={"ds41f_serve": facts,
                                                    "ds41f_node": platform.summary(module_host(module))})
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

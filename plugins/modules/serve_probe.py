@@ -134,16 +134,18 @@ def look(module):
     return "ready", details
 
 
-def main():
-    module = AnsibleModule(argument_spec={
-        "container": {"type": "str", "required": True},
-        "guard_unit": {"type": "str", "default": "ds41f-memguard.service"},
-        "api_url": {"type": "str"},
-        "api_key": {"type": "str", "no_log": True},
-        "served_names": {"type": "list", "elements": "str", "default": []},
-        "timeout": {"type": "int", "default": 3600},
-        "interval": {"type": "float", "default": 1.0},
-    }, supports_check_mode=True)
+MODULE_SPEC = dict(argument_spec={
+    "container": {"type": "str", "required": True},
+    "guard_unit": {"type": "str", "default": "ds41f-memguard.service"},
+    "api_url": {"type": "str"},
+    "api_key": {"type": "str", "no_log": True},
+    "served_names": {"type": "list", "elements": "str", "default": []},
+    "timeout": {"type": "int", "default": 3600},
+    "interval": {"type": "float", "default": 1.0},
+}, supports_check_mode=True)
+
+
+def run(module):
     p = module.params
     begin = time.monotonic()
     looks = 0
@@ -160,6 +162,10 @@ def main():
         if waited >= p["timeout"]:
             module.fail_json(msg="not ready after %d s: %s" % (p["timeout"], details["reason"]), **result)
         time.sleep(p["interval"])
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

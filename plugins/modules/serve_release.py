@@ -125,12 +125,14 @@ def write(directory, name, record):
     os.replace(tmp, path)
 
 
-def main():
-    module = AnsibleModule(argument_spec={
-        "dir": {"type": "path", "default": "/var/lib/ds41f/releases"},
-        "state": {"type": "str", "default": "query", "choices": ["present", "query"]},
-        "record": {"type": "dict"},
-    }, supports_check_mode=True, required_if=[("state", "present", ["record"])])
+MODULE_SPEC = dict(argument_spec={
+    "dir": {"type": "path", "default": "/var/lib/ds41f/releases"},
+    "state": {"type": "str", "default": "query", "choices": ["present", "query"]},
+    "record": {"type": "dict"},
+}, supports_check_mode=True, required_if=[("state", "present", ["record"])])
+
+
+def run(module):
     p = module.params
     records = load(p["dir"])
     plan = Plan(module)
@@ -149,6 +151,10 @@ def main():
             extra["path"] = path
     module.exit_json(**plan.result(records=records, current=records[-1] if records else None,
                                    previous=previous_of(records), **extra))
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

@@ -117,16 +117,18 @@ def feature_value(text):
     return int(match.group(1), 16) if match else None
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "governor": {"type": "str", "default": "performance"},
-            "governor_service": {"type": "str", "default": "nv-cpu-governor.service"},
-            "nvme_coalescing_script": {"type": "path", "default": "/usr/bin/nvidia-nvme-interrupt-coalescing.sh"},
-            "docker_runtime": {"type": "str", "default": "nvidia"},
-        },
-        supports_check_mode=True,
-    )
+MODULE_SPEC = dict(
+    argument_spec={
+        "governor": {"type": "str", "default": "performance"},
+        "governor_service": {"type": "str", "default": "nv-cpu-governor.service"},
+        "nvme_coalescing_script": {"type": "path", "default": "/usr/bin/nvidia-nvme-interrupt-coalescing.sh"},
+        "docker_runtime": {"type": "str", "default": "nvidia"},
+    },
+    supports_check_mode=True,
+)
+
+
+def run(module):
     p = module.params
     host = module_host(module)
     plan = Plan(module)
@@ -182,6 +184,10 @@ def main():
                                  p["docker_runtime"], ", ".join(sorted(runtimes)) or (err or "docker not answering")))
     module.exit_json(**plan.result(reboot_required=any(v != "Y" for v in drm.values()), skipped=[],
                                    readings=readings))
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

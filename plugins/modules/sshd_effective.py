@@ -58,10 +58,12 @@ def differing(effective, settings):
     return out
 
 
-def main():
-    module = AnsibleModule(argument_spec={"settings": {"type": "dict", "required": True},
-                                          "sshd": {"type": "path", "default": "/usr/sbin/sshd"}},
-                           supports_check_mode=True)
+MODULE_SPEC = dict(argument_spec={"settings": {"type": "dict", "required": True},
+                                  "sshd": {"type": "path", "default": "/usr/sbin/sshd"}},
+                   supports_check_mode=True)
+
+
+def run(module):
     rc, out, err = module.run_command([module.params["sshd"], "-T"])
     if rc != 0:
         module.fail_json(msg="%s -T failed: %s. Fix: run it on the node and correct what it names." % (
@@ -75,6 +77,10 @@ def main():
         module.fail_json(msg="; ".join("sshd -T does not show %s %s (it shows %s). Fix: %s" % (
             name, wanted, value, d["fix"]) for (name, wanted, value), d in zip(found, drift, strict=True)), **result)
     module.exit_json(**result)
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

@@ -123,19 +123,21 @@ def edit_fstab(plan, path, current, wanted):
         plan.change(path, wanted, current, "edit %s" % path, lambda: write_text(path, wanted))
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "path": {"type": "path", "required": True},
-            "size_mib": {"type": "int", "default": 16384},
-            "page_size": {"type": "int", "default": 65536},
-            "original": {"type": "path", "default": "/swap.img"},
-            "fstab": {"type": "path", "default": "/etc/fstab"},
-            "backup": {"type": "path", "default": "/var/lib/ds41f/kernel/fstab.before"},
-            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-        },
-        supports_check_mode=True,
-    )
+MODULE_SPEC = dict(
+    argument_spec={
+        "path": {"type": "path", "required": True},
+        "size_mib": {"type": "int", "default": 16384},
+        "page_size": {"type": "int", "default": 65536},
+        "original": {"type": "path", "default": "/swap.img"},
+        "fstab": {"type": "path", "default": "/etc/fstab"},
+        "backup": {"type": "path", "default": "/var/lib/ds41f/kernel/fstab.before"},
+        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    },
+    supports_check_mode=True,
+)
+
+
+def run(module):
     p = module.params
     host = module_host(module)
     plan = Plan(module)
@@ -174,6 +176,10 @@ def main():
         if os.path.exists(p["backup"]):
             plan.change(p["backup"], None, "present", "remove %s" % p["backup"], lambda: os.remove(p["backup"]))
     module.exit_json(**plan.result(active=active, header_page_size=found_page))
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

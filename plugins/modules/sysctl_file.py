@@ -142,17 +142,19 @@ def live_values(module, plan, host, values, container, not_applied):
             plan.change("%s (running)" % key, want, found, "sysctl -w %s=%s" % (key, want), apply)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "path": {"type": "path", "required": True},
-            "settings": {"type": "dict", "default": {}},
-            "revert": {"type": "dict", "default": {}},
-            "apply": {"type": "bool", "default": True},
-            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-        },
-        supports_check_mode=True,
-    )
+MODULE_SPEC = dict(
+    argument_spec={
+        "path": {"type": "path", "required": True},
+        "settings": {"type": "dict", "default": {}},
+        "revert": {"type": "dict", "default": {}},
+        "apply": {"type": "bool", "default": True},
+        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    },
+    supports_check_mode=True,
+)
+
+
+def run(module):
     p = module.params
     checks.fail_on(module, checks.sysctl_values(p["settings"], "settings"), checks.sysctl_values(p["revert"], "revert"))
     host = module_host(module)
@@ -177,6 +179,10 @@ def main():
             live_values(module, plan, host, {k: p["revert"][k] for k in keys if k in p["revert"]}, container,
                         not_applied)
     module.exit_json(**plan.result(not_applied=not_applied))
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

@@ -219,18 +219,20 @@ def restore(module, plan, systemd, record):
                     lambda: systemd.run("set-default", previous))
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "default_target": {"type": "str"},
-            "enable": {"type": "list", "elements": "str", "default": []},
-            "disable": {"type": "list", "elements": "str", "default": []},
-            "mask": {"type": "list", "elements": "str", "default": []},
-            "record": {"type": "path", "default": "/var/lib/ds41f/host_baseline/units.json"},
-            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-        },
-        supports_check_mode=True,
-    )
+MODULE_SPEC = dict(
+    argument_spec={
+        "default_target": {"type": "str"},
+        "enable": {"type": "list", "elements": "str", "default": []},
+        "disable": {"type": "list", "elements": "str", "default": []},
+        "mask": {"type": "list", "elements": "str", "default": []},
+        "record": {"type": "path", "default": "/var/lib/ds41f/host_baseline/units.json"},
+        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    },
+    supports_check_mode=True,
+)
+
+
+def run(module):
     p = module.params
     systemd = Systemd(module)
     plan, absent_units = Plan(module), []
@@ -250,6 +252,10 @@ def main():
         if exists:
             plan.change(p["record"], None, "present", "remove %s" % p["record"], lambda: os.remove(p["record"]))
     module.exit_json(**plan.result(absent_units=absent_units))
+
+
+def main():
+    run(AnsibleModule(**MODULE_SPEC))
 
 
 if __name__ == "__main__":

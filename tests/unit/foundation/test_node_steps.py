@@ -5,6 +5,7 @@ but not a check. The module runs here as Ansible runs it on a node: a real Pytho
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
 import subprocess
@@ -51,10 +52,9 @@ def test_the_payload_carries_every_step_modules_module_utils():
 
 
 def run(tmp_path, steps, check_mode=False, diff=True):
-    sent = [dict(s, source=action.module_source(s["module"])) for s in steps]
     argfile = tmp_path / "args.json"
-    argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"steps": sent, "_ansible_check_mode": check_mode,
-                                                          "_ansible_diff": diff}}))
+    sent = dict(action.module_args(steps), _ansible_check_mode=check_mode, _ansible_diff=diff)
+    argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": sent}))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "collections"), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, str(MODULES / "node_steps.py"), str(argfile)], capture_output=True,
                           text=True, env=env, timeout=60)
@@ -152,10 +152,38 @@ def test_a_bad_step_is_refused_on_the_controller_naming_the_field(steps, text):
     assert problems[0] and problems[0].startswith(text) and "Fix:" in problems[0]
 
 
-def test_every_step_module_supports_check_mode():
-    # node_steps passes its own check mode to every step: a step module without it would refuse the doctor.
+def step_module(name):
+    return importlib.import_module("ansible_collections.dgxspark.ds41f.plugins.modules." + name)
+
+
+def test_every_step_module_declares_its_spec_and_runs_alone_through_it():
+    # node_steps passes its own check mode to every step: a step module without it would refuse the doctor. Alone,
+    # a step module is its AnsibleModule built from the same spec, handed to the same run().
     for name in action.STEP_MODULES:
-        assert "supports_check_mode=True" in (MODULES / (name + ".py")).read_text(), name
+        module = step_module(name)
+        assert module.MODULE_SPEC["supports_check_mode"] is True, name
+        main = next(n for n in ast.parse((MODULES / (name + ".py")).read_text()).body
+                    if isinstance(n, ast.FunctionDef) and n.name == "main")
+        assert ast.unparse(main.body[0]) == "run(AnsibleModule(**MODULE_SPEC))" and len(main.body) == 1, name
+        for opts in module.MODULE_SPEC["argument_spec"].values():  # the action plugin splits top-level ones only
+            assert not any(o.get("no_log") for o in (opts.get("options") or {}).values()), name
+
+
+def test_the_adapter_has_everything_a_step_module_uses_of_its_module():
+    from ansible_collections.dgxspark.ds41f.plugins.modules import node_steps
+
+    used = set()
+    for path in [MODULES / (n + ".py") for n in action.STEP_MODULES] + list((ROOT / "plugins" / "module_utils").rglob(
+            "*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and (
+                    isinstance(node.value, ast.Name) and node.value.id == "module" or
+                    isinstance(node.value, ast.Attribute) and node.value.attr == "module"):
+                used.add(node.attr)
+    assert {"params", "check_mode", "exit_json", "fail_json", "run_command", "get_bin_path"} <= used
+    missing = sorted(a for a in used if not hasattr(node_steps.StepModule, a) and a not in (
+        "params", "check_mode", "argument_spec", "supports_check_mode", "call"))
+    assert missing == []
 
 
 def test_the_doctor_names_a_steps_row_after_the_step():
@@ -171,33 +199,113 @@ def test_the_doctor_names_a_steps_row_after_the_step():
     assert skipped == {"node": "dgx1", "check": "nvme coalescing", "reason": "not a DGX Spark"}
 
 
-def test_the_calls_own_log_line_names_the_modules_only(monkeypatch):
+def test_the_calls_log_line_keeps_out_the_sources_and_the_secrets(monkeypatch):
     from ansible.module_utils.testing import patch_module_args
 
     from ansible_collections.dgxspark.ds41f.plugins.modules import node_steps
 
     logged = []
     monkeypatch.setattr(node_steps.StepsModule, "log", lambda self, msg, log_args=None: logged.append(msg))
-    steps = [{"name": "Key", "module": "managed_files", "source": "SECRET SOURCE", "args": {"token": "s3cret"}}]
-    with patch_module_args({"steps": steps}):
-        node_steps.StepsModule(argument_spec={"steps": {"type": "list", "elements": "dict", "required": True}})
-    assert logged == ["Invoked with steps=managed_files"]
+    steps = [{"name": "Key", "module": "api_key_file", "args": {"path": "/k", "recipe_key": "s3cret-k3y"}}]
+    sent = action.module_args(steps)
+    assert sent["secrets"] == {"Key": {"recipe_key": "s3cret-k3y"}} and sent["steps"][0]["args"] == {"path": "/k"}
+    with patch_module_args(sent):
+        node_steps.StepsModule(argument_spec=node_steps.ARGUMENT_SPEC)
+    (line,) = logged
+    assert "api_key_file" in line and "s3cret-k3y" not in line and "MODULE_SPEC" not in line
+
+
+def test_a_no_log_argument_is_masked_in_the_result_as_the_module_alone_masks_it(tmp_path):
+    key = tmp_path / "keys" / "api_key"
+    step = {"name": "API key", "module": "api_key_file", "args": {"path": str(key), "recipe_key": "s3cret-k3y"}}
+    checked = run(tmp_path, [step], check_mode=True)
+    argfile = tmp_path / "alone.json"
+    argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": dict(step["args"], _ansible_check_mode=True)}))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "collections"), os.environ.get("PYTHONPATH", "")]))
+    alone = json.loads(subprocess.run([sys.executable, str(MODULES / "api_key_file.py"), str(argfile)],
+                                      capture_output=True, text=True, env=env, timeout=60).stdout)
+    assert "s3cret-k3y" not in json.dumps(checked) and "s3cret-k3y" not in json.dumps(alone)
+    assert checked["api_key"] == alone["api_key"] and checked["actions"] == alone["actions"]
+    assert checked["changed"] is True and not key.exists()
 
 
 MODULE_SOURCE = """
 from ansible.module_utils.basic import AnsibleModule
-module = AnsibleModule(argument_spec={"n": {"type": "int"}}, supports_check_mode=True)
-try:  # a module's own broad except around its exit must not keep its result from the call
-    module.exit_json(changed=module.check_mode, n=module.params["n"] + 1)
-except Exception:
-    pass
+MODULE_SPEC = dict(argument_spec={"n": {"type": "int", "required": True}, "pin": {"type": "str", "no_log": True},
+                                  "cmd": {"type": "list", "elements": "str"}, "tool": {"type": "str"}},
+                   supports_check_mode=True)
+
+
+def run(module):
+    if module.params["cmd"]:
+        module.run_command(module.params["cmd"], check_rc=True)
+    if module.params["tool"]:
+        module.get_bin_path(module.params["tool"], required=True)
+    try:  # a module's own broad except around its exit must not keep its result from the call
+        module.exit_json(changed=module.check_mode, n=module.params["n"] + 1, pin=module.params["pin"])
+    except Exception:
+        pass
+
+
+if __name__ == "__main__":
+    raise RuntimeError("main ran")
 """
 
 
-def test_a_step_returns_what_its_module_exits_with_and_a_crash_is_a_failed_step():
+@pytest.fixture
+def call():
+    from ansible.module_utils.testing import patch_module_args
+
     from ansible_collections.dgxspark.ds41f.plugins.modules import node_steps
 
-    done = node_steps.run_step(MODULE_SOURCE, "x", {"n": 1}, {"_ansible_check_mode": True}, "legacy")
-    assert done["n"] == 2 and done["changed"] is True and "invocation" not in done
-    crashed = node_steps.run_step("raise RuntimeError('boom')", "x", {}, {}, "legacy")
-    assert crashed["failed"] and crashed["msg"] == "x raised: RuntimeError: boom"
+    with patch_module_args({"steps": [], "sources": {}, "_ansible_check_mode": True}):
+        yield node_steps.StepsModule(argument_spec=node_steps.ARGUMENT_SPEC, supports_check_mode=True)
+
+
+def test_a_step_returns_what_its_run_exits_with_on_validated_args(call):
+    from ansible_collections.dgxspark.ds41f.plugins.modules import node_steps
+
+    done = node_steps.run_step(MODULE_SOURCE, "x", {"n": "1", "pin": "4321"}, call)
+    # "1" converted as the spec says; the no_log pin masked as AnsibleModule masks it
+    assert done == {"changed": True, "n": 2, "pin": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"}
+
+
+@pytest.mark.parametrize("args, text", [
+    ({}, "missing required arguments: n"),
+    ({"n": "one"}, "argument 'n' is of type str and we were unable to convert to int"),
+    ({"n": 1, "colour": "red"}, "Unsupported parameters for (dgxspark.ds41f.x) module: colour."),
+])
+def test_a_step_whose_args_do_not_fit_its_spec_fails_naming_the_argument(call, args, text):
+    from ansible_collections.dgxspark.ds41f.plugins.modules import node_steps
+
+    done = node_steps.run_step(MODULE_SOURCE, "x", args, call)
+    assert done["failed"] is True and done["msg"].startswith(text), done["msg"]
+
+
+def test_a_fail_json_of_the_calls_own_module_ends_the_step_only(call):
+    # run_command(check_rc=True) and get_bin_path(required=True) call node_steps' own fail_json: the step fails
+    # with their result, and the call goes on (it did not exit).
+    from ansible_collections.dgxspark.ds41f.plugins.modules import node_steps
+
+    done = node_steps.run_step(MODULE_SOURCE, "x", {"n": 1, "cmd": ["false"]}, call)
+    assert done["failed"] is True and done["rc"] == 1 and done["cmd"] == "false"
+    missing = node_steps.run_step(MODULE_SOURCE, "x", {"n": 1, "tool": "no-such-tool-ds41f"}, call)
+    assert missing["failed"] is True and "no-such-tool-ds41f" in missing["msg"]
+    assert call.step_running is False
+    assert node_steps.run_step(MODULE_SOURCE, "x", {"n": 1}, call)["n"] == 2
+
+
+def test_a_crash_or_a_module_without_a_spec_is_a_failed_step(call):
+    from ansible_collections.dgxspark.ds41f.plugins.modules import node_steps
+
+    crashed = node_steps.run_step("raise RuntimeError('boom')", "x", {}, call)
+    assert crashed["failed"] and crashed["msg"] == "x raised: RuntimeError: boom" and "Traceback" in crashed[
+        "exception"]
+    old = node_steps.run_step("from ansible.module_utils.basic import AnsibleModule\n", "x", {}, call)
+    assert old["failed"] and "x has no MODULE_SPEC" in old["msg"]
+    silent = node_steps.run_step("MODULE_SPEC = {'argument_spec': {}, 'supports_check_mode': True}\n"
+                                 "def run(module):\n    pass\n", "x", {}, call)
+    assert silent["failed"] and silent["msg"] == "x returned nothing (it never called exit_json or fail_json)"
+    refused = node_steps.run_step("MODULE_SPEC = {'argument_spec': {}}\ndef run(module):\n    module.exit_json()\n",
+                                  "x", {}, call)
+    assert refused["skipped"] and "does not support check mode" in refused["msg"]

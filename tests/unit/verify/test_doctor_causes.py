@@ -218,20 +218,14 @@ def test_the_memory_saver_installed_but_not_loaded_or_loaded_without_packing():
 # -- the callback: a stage that failed once on a node -----------------------------------------------
 
 
-class _Role:
-    def __init__(self, name):
-        self.name = name
-
-    def get_name(self):
-        return "dgxspark.ds41f." + self.name
-
-
 class _Task:
+    """A role's task as the callback sees it: Task.get_name() puts the role's name before the task's."""
+
     def __init__(self, name, role, action="dgxspark.ds41f.some_check"):
-        self.name, self.action, self._role = name, action, _Role(role)
+        self.name, self.action, self.role = name, action, role
 
     def get_name(self):
-        return self.name
+        return "dgxspark.ds41f.%s : %s" % (self.role, self.name)
 
 
 class _Host:
@@ -244,7 +238,7 @@ class _Host:
 
 class _Result:
     def __init__(self, node, task, result):
-        self._host, self._task, self._result = _Host(node), task, result
+        self.host, self.task, self.result = _Host(node), task, result
 
 
 def test_a_stages_later_failures_on_a_node_are_not_checked_with_the_first_cause_as_reason():
