@@ -282,15 +282,15 @@ def dedupe(rows, ends=None):
     """The table's rows: one per finding, errors first, then by node.
 
     A finding reported twice (by a stage in check mode and by a live check, with or without the node name in
-    front of the setting) is one row, a fabric path's echoes fold into its cause (``ends`` as in
-    ``attach_paths``), and a row whose found is its expected (a record that would only be rewritten) is no
-    drift at all."""
+    front of the setting, or by two stages that both keep the object, as /etc/ds41f) is one row, the first
+    stage's; a fabric path's echoes fold into its cause (``ends`` as in ``attach_paths``), and a row whose found is
+    its expected (a record that would only be rewritten) is no drift at all."""
     ends = ends or {}
     rows = [r for r in rows if r["expected"] != r["found"]]
     rows = _consolidate_paths(attach_paths([dict(r) for r in rows], ends), ends)
     seen, out = set(), []
     for r in rows:
-        key = (r["node"], r["stage"], _subject(r), r["found"])
+        key = (r["node"], _subject(r), r["found"])
         if key not in seen:
             seen.add(key)
             out.append(r)

@@ -56,6 +56,15 @@ def test_dedupe_merges_the_same_finding_and_puts_errors_first():
     assert drift.dedupe([w, a, dict(a)]) == [a, w]
 
 
+def test_an_object_two_stages_keep_is_one_row_the_first_stages():
+    """/etc/ds41f is kept by the fabric, site_config and serve stages: its mode changed is one cause."""
+    rows = [drift.row("dgx1", stage, "/etc/ds41f attributes", "folder 0755 root:root", "folder 0666 root:root",
+                      "chmod/chown /etc/ds41f") for stage in ("fabric", "site_config", "serve")]
+    assert [r["stage"] for r in drift.dedupe(rows)] == ["fabric"]
+    other = drift.row("dgx2", "serve", "/etc/ds41f attributes", "folder 0755 root:root", "folder 0666 root:root", "f")
+    assert len(drift.dedupe(rows + [other])) == 2  # another node's is its own row
+
+
 def test_counts_status_and_table():
     rows = [drift.row("dgx2", "fabric", "enp1s0f1np1 mtu", 9000, 1500, "ip link set", path="10.12.1.0/24"),
             drift.row("all", "image", "image_id", "same", "a on dgx1; b on dgx2", "run image"),
