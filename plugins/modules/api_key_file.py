@@ -6,14 +6,14 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: api_key_file
-short_description: The head's API key file, made once, and the key it holds
+short_description: The head's API key file, made once
 version_added: 0.2.0
 description:
   - Keeps the API key in O(path) as C(VLLM_API_KEY=<key>) (mode 0600, in a folder of mode 0700, both owned by
-    root) and returns the key, so a stage reads and keeps its key in one call.
+    root). It never returns the key: its result (drift rows for the doctor) can be shown and logged, and a stage
+    reads the key from the file (M(ansible.builtin.slurp) with C(no_log)).
   - With O(recipe_key), the file holds that key. Without it, a key generated once (48 hex digits) is kept for
     good.
-  - Run it with C(no_log) on the task, since its result holds the key.
 options:
   path:
     description: The key file.
@@ -26,7 +26,7 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Reads the file and returns the key it holds; writes nothing.
+    description: Reads the file and reports what differs; writes nothing.
   diff_mode:
     support: none
     description: The key is never shown.
@@ -41,16 +41,9 @@ EXAMPLES = r"""
 - name: The API key on the head
   dgxspark.ds41f.api_key_file:
     path: /etc/ds41f/serve/api-key.env
-  register: key
-  no_log: true
 """
 
 RETURN = r"""
-api_key:
-  description: The key the file holds (after the run), or null in check mode when there is none yet. A key
-    given in O(recipe_key) comes back masked, as every no_log value does (the caller has it already).
-  returned: always
-  type: str
 drift:
   description: What differs (setting, expected, found, fix), for the doctor's table; it never holds the key, only
     whether the file holds the one wanted.
@@ -126,7 +119,7 @@ def run(module):
         plan.change("%s attributes" % path, "0600 uid 0 gid 0", describe(mode_of(path)),
                     "chmod 0600 %s; chown root:root %s" % (path, path))
     if module.check_mode or not plan.actions:
-        module.exit_json(api_key=key, **plan.result())
+        module.exit_json(**plan.result())
     os.makedirs(folder, mode=0o700, exist_ok=True)
     os.chown(folder, 0, 0)
     os.chmod(folder, 0o700)
@@ -139,7 +132,7 @@ def run(module):
         os.replace(tmp, path)
     os.chown(path, 0, 0)
     os.chmod(path, 0o600)
-    module.exit_json(api_key=key, **plan.result())
+    module.exit_json(**plan.result())
 
 
 def main():

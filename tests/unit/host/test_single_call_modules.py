@@ -99,25 +99,29 @@ def mode(path):
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-def test_a_generated_key_is_made_once_and_kept(tmp_path):
+def held_key(key_file):
+    return key_file.read_text().removeprefix("VLLM_API_KEY=").strip()
+
+
+def test_a_generated_key_is_made_once_and_kept_and_never_returned(tmp_path):
     key_file = tmp_path / "serve" / "api-key.env"
     checked = run(tmp_path, "api_key_file", {"path": str(key_file)}, check_mode=True)
-    assert checked["changed"] and checked["api_key"] is None and not key_file.parent.exists()
+    assert checked["changed"] and not key_file.parent.exists()
     made = run(tmp_path, "api_key_file", {"path": str(key_file)})
-    assert made["changed"] and len(made["api_key"]) == 48
-    assert key_file.read_text() == "VLLM_API_KEY=%s\n" % made["api_key"]
+    key = held_key(key_file)
+    assert made["changed"] and len(key) == 48 and key not in json.dumps(made)
     assert mode(key_file) == 0o600 and mode(key_file.parent) == 0o700
     again = run(tmp_path, "api_key_file", {"path": str(key_file)})
-    assert not again["changed"] and again["api_key"] == made["api_key"]
+    assert not again["changed"] and held_key(key_file) == key
     key_file.chmod(0o644)
     seen = run(tmp_path, "api_key_file", {"path": str(key_file)}, check_mode=True)  # the doctor's view
     assert seen["drift"] == [{"setting": "%s attributes" % key_file, "expected": "0600 uid 0 gid 0",
                               "found": "0644 uid 0 gid 0", "fix": "chmod 0600 %s; chown root:root %s" % (
                                   key_file, key_file)}]
-    assert made["api_key"] not in json.dumps(seen["drift"]) and mode(key_file) == 0o644
+    assert key not in json.dumps(seen) and mode(key_file) == 0o644
     assert [(m["kind"], m["mode"]) for m in seen["managed"]] == [("directory", "0700"), ("file", "0600")]
     mended = run(tmp_path, "api_key_file", {"path": str(key_file)})
-    assert mended["changed"] and mended["api_key"] == made["api_key"] and mode(key_file) == 0o600
+    assert mended["changed"] and held_key(key_file) == key and mode(key_file) == 0o600
 
 
 def test_the_recipes_key_replaces_a_generated_one_and_never_comes_back_in_clear(tmp_path):
@@ -126,6 +130,7 @@ def test_the_recipes_key_replaces_a_generated_one_and_never_comes_back_in_clear(
     done = run(tmp_path, "api_key_file", {"path": str(key_file), "recipe_key": "recipe-key-0123"})
     assert done["changed"] and key_file.read_text() == "VLLM_API_KEY=recipe-key-0123\n"
     assert "recipe-key-0123" not in json.dumps(done)
+    assert done["drift"][0]["expected"] == "the recipe's key" and done["drift"][0]["found"] == "another key"
     assert not run(tmp_path, "api_key_file", {"path": str(key_file), "recipe_key": "recipe-key-0123"})["changed"]
 
 
