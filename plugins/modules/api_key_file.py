@@ -10,7 +10,7 @@ short_description: The head's API key file, made once
 version_added: 0.2.0
 description:
   - Keeps the API key in O(path) as C(VLLM_API_KEY=<key>) (mode 0600, in a folder of mode 0700, both owned by
-    root). It never returns the key: its result (drift rows for the doctor) can be shown and logged, and a stage
+    root). It never returns the key, so its result (drift rows for the doctor) can be shown and logged; a stage
     reads the key from the file (M(ansible.builtin.slurp) with C(no_log)).
   - With O(recipe_key), the file holds that key. Without it, a key generated once (48 hex digits) is kept for
     good.
