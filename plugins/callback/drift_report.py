@@ -62,6 +62,9 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 VERDICT_ACTIONS = ("dgxspark.ds41f.doctor_report", "doctor_report")
 META_ACTIONS = ("meta", "ansible.builtin.meta", "ansible.legacy.meta")
 STEP_ACTIONS = ("dgxspark.ds41f.node_steps", "node_steps")
+# A message changes nothing: one marked changed only notifies the handlers of what did change (the host baseline's
+# follow-up work), whose own row is the cause.
+MESSAGE_ACTIONS = ("ansible.builtin.debug", "debug")
 
 
 def _stage(task):
@@ -160,7 +163,8 @@ class CallbackModule(CallbackBase):
 
     def _collect(self, result, failed=False):
         task = result.task
-        if task.action in VERDICT_ACTIONS or (isinstance(task, Handler) and not failed):
+        if task.action in VERDICT_ACTIONS or (isinstance(task, Handler) and not failed) or (
+                task.action in MESSAGE_ACTIONS and not failed):
             return  # the verdict sums up the table; a handler that would run echoes a change already in it
         stage = _stage(task)
         node = result.host.get_name()

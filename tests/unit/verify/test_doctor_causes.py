@@ -335,3 +335,22 @@ def test_every_object_a_step_declares_is_listed_once_in_doctor_json_with_its_nod
         ("dgx2", "host_baseline", "file", "/etc/a"), ("dgx2", "host_baseline", "unit", "x.service")]
     assert managed[0]["mode"] == "0644"
     assert sorted((r["node"], r["setting"]) for r in cb.table_rows()) == [("dgx1", "x.service"), ("dgx2", "x.service")]
+
+
+def test_a_message_marked_changed_to_notify_is_no_row_the_file_that_changed_is():
+    """The host baseline's follow-up work (a debug task, changed so that its handlers run) is the consequence of
+    the file's own drift row; `--check --diff` still prints it, the doctor's table does not repeat it."""
+    from ansible_collections.dgxspark.ds41f.plugins.callback.drift_report import CallbackModule
+
+    cb = CallbackModule()
+    cb._display = type("D", (), {"display": lambda *a, **k: None, "warning": lambda *a, **k: None})()
+    edited = {"changed": True, "drift": [{"setting": "/etc/ssh/sshd_config.d/01-ds41f-recovery.conf",
+                                           "expected": "line 2: MaxStartups 10:30:60", "found": "line 2: x"}]}
+    cb.v2_runner_on_ok(_Result("dgx2", _Task("Recovery files", "host_baseline"), edited))
+    cb.v2_runner_on_ok(_Result("dgx2", _Task("Follow-up work of the files that changed", "host_baseline",
+                                             "ansible.builtin.debug"), {"changed": True, "msg": "reload ssh"}))
+    cb.v2_runner_on_failed(_Result("dgx2", _Task("A failing message", "host_baseline", "ansible.builtin.debug"),
+                                   {"msg": "boom"}), True)
+    assert [(r["setting"], r["found"]) for r in cb.table_rows()] == [
+        ("/etc/ssh/sshd_config.d/01-ds41f-recovery.conf", "line 2: x"),
+        ("A failing message (a check that named no cause)", "boom")]
