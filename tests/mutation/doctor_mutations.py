@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """The doctor's mutation test: on a converged lab, change every object the stages declare they manage (doctor.json
 ``managed``) and check that the doctor names it.
 
