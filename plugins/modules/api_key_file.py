@@ -95,6 +95,14 @@ def describe(found):
     return "%04o uid %d gid %d" % (mode, uid, gid)
 
 
+def root_only(plan, target, mode):
+    """One change when ``target`` is not root's with ``mode`` (read once)."""
+    found = mode_of(target)
+    if found != (mode, 0, 0):
+        plan.change("%s attributes" % target, "%04o uid 0 gid 0" % mode, describe(found),
+                    "chmod %04o %s; chown root:root %s" % (mode, target, target))
+
+
 MODULE_SPEC = dict(argument_spec={"path": {"type": "path", "required": True},
                                   "recipe_key": {"type": "str", "default": "", "no_log": True}},
                    supports_check_mode=True)
@@ -109,15 +117,12 @@ def run(module):
     plan = Plan(module)
     plan.manages("directory", folder, mode="0700", owner="root", group="root")
     plan.manages("file", path, mode="0600", owner="root", group="root")
-    if mode_of(folder) != (0o700, 0, 0):
-        plan.change("%s attributes" % folder, "0700 uid 0 gid 0", describe(mode_of(folder)),
-                    "chmod 0700 %s; chown root:root %s" % (folder, folder))
+    root_only(plan, folder, 0o700)
     if key is None or current != key:
         plan.change(path, "the recipe's key" if wanted else "a key", "another key" if current else "no key",
                     "write %s (root, 0600)" % path)
-    elif mode_of(path) != (0o600, 0, 0):
-        plan.change("%s attributes" % path, "0600 uid 0 gid 0", describe(mode_of(path)),
-                    "chmod 0600 %s; chown root:root %s" % (path, path))
+    else:
+        root_only(plan, path, 0o600)
     if module.check_mode or not plan.actions:
         module.exit_json(**plan.result())
     os.makedirs(folder, mode=0o700, exist_ok=True)

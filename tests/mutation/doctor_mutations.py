@@ -187,7 +187,8 @@ def trial(lab, objects, clean, chosen):
     for res in applied:
         mine = [r for r in rows if names(r, res["object"])]
         res.update(rows=mine, other_rows=others, doctor_s=round(seconds, 1))
-        res["repair"] = {"stage": repair_stage(mine[0] if mine else None, res["object"]["stage"])}
+        stage, how = repair_stage(mine[0] if mine else None, res["object"]["stage"])
+        res["repair"] = {"stage": stage, "how": how}
         res["checks"] = {
             "doctor exits 1": rc == 1,
             "exactly one row names it": len(mine) == 1,
@@ -196,11 +197,11 @@ def trial(lab, objects, clean, chosen):
             "no generic row": not any(generic(r) for r in rows),
             "the doctor changed no node": after == mutated,
         }
-    for stage, how in dict.fromkeys(res["repair"]["stage"] for res in applied):  # each fix once
+    for stage in dict.fromkeys(res["repair"]["stage"] for res in applied):  # each stage's run once
         lab_rc, tail = lab.run(stage)
         for res in applied:
-            if res["repair"]["stage"] == (stage, how):
-                res["repair"].update(how=how, rc=lab_rc, tail=tail if lab_rc else "")
+            if res["repair"]["stage"] == stage:
+                res["repair"].update(rc=lab_rc, tail=tail if lab_rc else "")
     rc2, doc2 = lab.doctor()
     repaired = lab.snapshot(objects)
     for res in applied:
