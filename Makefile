@@ -138,19 +138,18 @@ host-after:
 	@tests/host_state.sh > .ansible/host-after.txt
 	@diff -u .ansible/host-before.txt .ansible/host-after.txt && echo "host state unchanged"
 
-# The checks that start no container (the controller's unit tests, sanity, the tarball in a user project, the
-# per-version checks) run beside the molecule scenarios, at the lowest CPU and I/O priority in a session of their
-# own (tests/beside.sh says why nice alone is not enough): they take the CPU the scenarios leave idle (node boots,
-# SSH round trips, waits for an engine), and the scenarios' own time budgets see the machine as if alone. Their
-# output follows molecule's, from .cache/beside.log; either failing fails the target.
-BESIDE := unit-controller sanity galaxy matrix
-checks: venv engine sglang-parser
-	@mkdir -p .cache; rc=0; setsid tests/beside.sh $(MAKE) --no-print-directory -k $(BESIDE) > .cache/beside.log 2>&1 & \
-	beside=$$!; $(MAKE) --no-print-directory molecule || rc=$$?; \
-	echo "== $(BESIDE) (run beside molecule at the lowest priority; .cache/beside.log)"; \
-	wait $$beside || rc=$$?; cat .cache/beside.log; exit $$rc
+# make test's checks, three streams at once (tests/checks.sh): the molecule scenarios (those without the lab
+# engine while it builds, then those with it), the lab engine's build and its tests (make unit-engines), and BESIDE,
+# the checks that start no container, at the lowest CPU and I/O priority in a session of their own (tests/beside.sh
+# says why nice alone is not enough): they take the CPU the other two leave idle, and the scenarios' time budgets
+# see the machine as if alone. The two other streams' output follows molecule's.
+BESIDE := lint unit-controller sanity galaxy matrix
+# The scenarios whose nodes run the lab engine (its image, its vLLM or torch): they wait for its build.
+LAB_ENGINE_SCENARIOS := ring serve-lab switched verify-doctor
+checks: venv
+	@BESIDE="$(BESIDE)" SCENARIOS="$(SCENARIOS)" LAB_ENGINE_SCENARIOS="$(LAB_ENGINE_SCENARIOS)" tests/checks.sh
 
-test: venv host-before lint engine sglang-parser unit-engines checks host-after
+test: venv host-before checks host-after
 
 clean-lab:
 	-for lab in $$(ds41f lab status | awk '/^lab /{print $$2}' | tr -d :); do ds41f lab down $$lab; done

@@ -7,6 +7,8 @@ stage's lab lock imports it (`docker import`) and the serve stage's lab image ca
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import subprocess
@@ -35,13 +37,27 @@ def sha256(path):
     return digest.hexdigest()
 
 
+@contextlib.contextmanager
+def _only_one_builder():
+    """make test builds the lab engine (which needs this tarball) while a scenario's preparation may ask for it too:
+    the second caller waits for the first one's tarball instead of writing the same partial file."""
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    with open(FOLDER / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def ensure(log=print):
     """Return (tarball path, sha256), building the tarball first if it is missing (about a minute)."""
+    with _only_one_builder():
+        return _ensure(log)
+
+
+def _ensure(log):
     digest_file = TARBALL.with_suffix(".tar.sha256")
     stamp = TARBALL.with_suffix(".tar.packages")  # what the tarball was made with: a new package list remakes it
     if TARBALL.exists() and digest_file.exists() and stamp.exists() and stamp.read_text() == ",".join(PACKAGES):
         return TARBALL, digest_file.read_text().split()[0]
-    FOLDER.mkdir(parents=True, exist_ok=True)
     partial = TARBALL.with_suffix(".tar.partial")
     log("lab: building the %s minbase tarball (about a minute)" % SUITE)
     start = time.monotonic()

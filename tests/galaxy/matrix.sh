@@ -13,16 +13,22 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cache="$root/.cache/matrix"
 
 venv() {  # venv PAIR: the pair's venv folder, made when missing or stale
-  local py core ansible dir key
+  local py core ansible dir key lock
   IFS=: read -r py core ansible <<< "$1"
   dir="$cache/py$py-core${core%.*}"
   key=$(cat "$root/requirements-dev.txt" "$root/requirements-torch.txt" "$root/setup.py" "$root/tests/galaxy/matrix_venv.sh" \
         <(echo "$1") <(stat -c %Y "$root/.venv/.installed" 2>/dev/null) | sha256sum | cut -c1-16)
+  # One maker per venv: make test builds the lab engine's venv (the 3.11 pair) while the per-version checks beside it
+  # may want the same one; the second waits for it instead of making it again on top.
+  mkdir -p "$cache"
+  exec {lock}> "$dir.lock"
+  flock "$lock"
   if [ "$(cat "$dir/.installed" 2>/dev/null)" != "$key" ]; then
     echo "== venv $1 (making $dir)" >&2
     "$root/tests/galaxy/matrix_venv.sh" "$dir" "$py" "$core" "$ansible" >&2
     echo "$key" > "$dir/.installed"
   fi
+  exec {lock}>&-
   echo "$dir"
 }
 
