@@ -11,6 +11,7 @@ Coverage is printed per stage: objects the doctor named over objects changed.
 
   tests/mutation/doctor_mutations.py --lab molecule-verify-doctor --report docs/mutation   # every object
   tests/mutation/doctor_mutations.py --lab LAB --sample 3 --sets 1                         # a random sample
+  tests/mutation/doctor_mutations.py --lab LAB --sample 1 --clean-report DIR/doctor.json    # CI's (verify-doctor)
 
 It changes only the lab's own nodes (podman exec into ds41f-LAB-NODE), and runs ds41f from the project folder.
 """
@@ -46,7 +47,7 @@ MUTATIONS = {
         ("owner", lambda o: True, lambda o: "chown nobody %s" % q(o["name"])),
     ],
     "unit": [
-        ("stop", lambda o: o.get("policy") == "enable" and o.get("runs", True),
+        ("stop", lambda o: (o.get("policy") == "enable" and o.get("runs", True)) or o.get("policy") == "running",
          lambda o: "systemctl stop %s" % q(o["name"])),
         ("disable", lambda o: o.get("policy") == "enable", lambda o: "systemctl disable %s" % q(o["name"])),
         ("unmask and enable", lambda o: o.get("policy") in ("mask", "disable"),
@@ -284,6 +285,8 @@ def main(argv=None):
     ap.add_argument("--sets", type=int, default=0, help="random sets of five changes at once")
     ap.add_argument("--seed", type=int, default=None, help="the random seed (printed; default: from the clock)")
     ap.add_argument("--report", help="write REPORT.json and REPORT.md")
+    ap.add_argument("--clean-report", help="the doctor.json of a clean doctor run on this lab just before, whose "
+                                           "managed objects to change (saves the first doctor run)")
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else int(time.time())
     rng = random.Random(seed)
@@ -291,7 +294,11 @@ def main(argv=None):
     workdir = Path(tempfile.mkdtemp(prefix="ds41f-mutation-"))
     lab = Lab(args.lab, args.skip_tags, workdir)
     print("mutation test on %s, seed %d, reports in %s" % (args.lab, seed, workdir), flush=True)
-    rc, doc = lab.doctor()
+    if args.clean_report:
+        doc = json.loads(Path(args.clean_report).read_text())
+        rc = 1 if doc.get("rows") else 0
+    else:
+        rc, doc = lab.doctor()
     objects = [o for o in doc.get("managed") or [] if o.get("kind") in READ]
     if rc != 0 or not objects:
         print("the doctor is not clean before any change (rc %d, %d rows, %d objects): converge the lab first"

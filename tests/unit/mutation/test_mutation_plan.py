@@ -24,6 +24,7 @@ def test_each_kind_gets_the_changes_that_make_sense_for_it():
     assert applicable(UNIT) == ["stop", "disable"]
     assert applicable(dict(UNIT, runs=False)) == ["disable"]  # a unit whose condition is false never runs
     assert applicable(dict(UNIT, policy="mask")) == ["unmask and enable"]
+    assert applicable(dict(UNIT, policy="running")) == ["stop"]  # started by its stage, not at boot (the guard)
     assert applicable(LINK) == ["down", "mtu", "address"]
     assert applicable(SYSCTL) == ["value"]
     assert applicable(dict(SYSCTL, value="bbr")) == []  # no other value known for a word
@@ -66,3 +67,10 @@ def test_a_generic_row_is_one_that_names_no_cause():
                        "found": "would change (see --diff)"})
     assert dm.generic({"setting": "x", "expected": "1", "found": "1"})
     assert not dm.generic({"setting": "dgx2 enp1s0f1np1 mtu", "expected": "9000", "found": "1500"})
+
+
+def test_a_clean_report_given_is_read_instead_of_a_first_doctor_run(tmp_path, monkeypatch):
+    report = tmp_path / "doctor.json"
+    report.write_text('{"rows": [{"node": "dgx1"}], "managed": [%s]}' % __import__("json").dumps(FILE))
+    monkeypatch.setattr(dm.Lab, "doctor", lambda self: (_ for _ in ()).throw(AssertionError("a doctor ran")))
+    assert dm.main(["--lab", "none", "--clean-report", str(report)]) == 2  # not clean: refused before any change
