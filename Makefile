@@ -69,7 +69,7 @@ $(SGLANG_PARSER)/.installed:
 unit: unit-engines unit-controller
 
 # The tests that run real engines (vLLM, SGLang's parser, torch: lab_engine, engine_python, torch) and keep time
-# budgets of their own: make test runs them before the molecule scenarios, not beside them.
+# budgets of their own: make test runs them at the normal priority, once the engine is built (tests/checks.sh).
 unit-engines: venv engine-venv
 	pytest -q -m "lab_engine and not engine_python and not torch" tests/unit
 	$(ENGINE_VENV)/bin/pytest -q -m "engine_python or torch" tests/unit
