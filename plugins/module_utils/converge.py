@@ -85,6 +85,16 @@ class Plan:
         return out
 
 
+def write_file(path, content, mode=0o644):
+    """Write a whole file at once (a temporary beside it, then renamed), its folder made first when missing."""
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    tmp = path + ".ds41f-tmp"
+    with open(tmp, "w") as handle:
+        handle.write(content)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
 def _name(lookup, number):
     try:
         return lookup(number)[0]

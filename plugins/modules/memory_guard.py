@@ -91,22 +91,12 @@ armed:
 """
 
 import json
-import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan, write_file
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import module_host
-
-
-def write_file(path, content):
-    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-    tmp = path + ".ds41f-tmp"
-    with open(tmp, "w") as handle:
-        handle.write(content)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
 
 
 def first_sample(host, state_file, since, wait):

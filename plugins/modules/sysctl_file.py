@@ -95,7 +95,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
-from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan, write_file
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import platform
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import module_host
 
@@ -112,16 +112,6 @@ def proc_path(key):
 
 def namespaced(key):
     return key.startswith("net.")
-
-
-def write_file(path, content):
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o755, exist_ok=True)
-    tmp = path + ".ds41f-tmp"
-    with open(tmp, "w") as handle:
-        handle.write(content)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
 
 
 def live_values(module, plan, host, values, container, not_applied):
