@@ -6,6 +6,7 @@ them all on the node in one module call."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import os
 
@@ -61,24 +62,46 @@ def module_source(name):
         return handle.read()
 
 
-def no_log_options(name):
-    """The options that a step module marks no_log, from its MODULE_SPEC."""
-    module = importlib.import_module("ansible_collections.dgxspark.ds41f.plugins.modules." + name)
-    return sorted(k for k, v in module.MODULE_SPEC["argument_spec"].items() if v.get("no_log"))
+def literal_argument_spec(source):
+    """MODULE_SPEC's argument_spec when the module's source writes it as a literal (MODULE_SPEC = dict(argument_spec=
+    {...})), else None."""
+    for node in ast.parse(source).body:
+        if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "MODULE_SPEC" for t in node.targets)
+                and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) == "dict"):
+            for keyword in node.value.keywords:
+                if keyword.arg == "argument_spec":
+                    try:
+                        return ast.literal_eval(keyword.value)
+                    except (ValueError, TypeError, SyntaxError):
+                        return None
+    return None
+
+
+def no_log_options(name, source):
+    """The options that a step module marks no_log, from its MODULE_SPEC: read from the source where it is a literal.
+    An import runs in every fork of every task (none shares the controller's imports), compiling the module and its
+    module_utils anew: about a tenth of a doctor run's controller CPU."""
+    spec = literal_argument_spec(source)
+    if spec is None:
+        spec = importlib.import_module("ansible_collections.dgxspark.ds41f.plugins.modules." + name).MODULE_SPEC[
+            "argument_spec"]
+    return sorted(k for k, v in spec.items() if v.get("no_log"))
 
 
 def module_args(steps):
     """node_steps' arguments for steps (each with name, module, args and maybe id): the steps without their no_log
     arguments, those apart in `secrets` (by step name), and each module's source once in `sources`."""
-    sent, secrets, sources = [], {}, {}
+    sent, secrets, sources, hidden_by_module = [], {}, {}, {}
     for step in steps:
-        hidden = no_log_options(step["module"])
+        if step["module"] not in sources:
+            sources[step["module"]] = module_source(step["module"])
+            hidden_by_module[step["module"]] = no_log_options(step["module"], sources[step["module"]])
+        hidden = hidden_by_module[step["module"]]
         args = dict(step.get("args") or {})
         held = {k: args.pop(k) for k in hidden if k in args}
         if held:
             secrets[step["name"]] = held
         sent.append(dict(step, args=args))
-        sources.setdefault(step["module"], module_source(step["module"]))
     return {"steps": sent, "sources": sources, "secrets": secrets}
 
 

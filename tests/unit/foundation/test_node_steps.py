@@ -215,6 +215,21 @@ def test_the_calls_log_line_keeps_out_the_sources_and_the_secrets(monkeypatch):
     assert "api_key_file" in line and "s3cret-k3y" not in line and "MODULE_SPEC" not in line
 
 
+def test_the_no_log_options_read_from_the_source_are_the_imported_specs():
+    # The controller reads each step module's no_log options from its source (no import in every fork); where the
+    # spec is no literal it imports. Either way the answer is the module's own spec.
+    literal = 0
+    for name in action.STEP_MODULES:
+        source = action.module_source(name)
+        spec = step_module(name).MODULE_SPEC["argument_spec"]
+        assert action.no_log_options(name, source) == sorted(k for k, v in spec.items() if v.get("no_log")), name
+        literal += action.literal_argument_spec(source) == spec
+    assert literal >= len(action.STEP_MODULES) - 2  # the fallback is the exception
+    assert action.no_log_options("api_key_file", action.module_source("api_key_file")) == ["recipe_key"]
+    assert action.literal_argument_spec("MODULE_SPEC = dict(argument_spec=SPEC)\n") is None
+    assert action.literal_argument_spec("X = 1\n") is None
+
+
 def test_a_no_log_argument_is_masked_in_the_result_as_the_module_alone_masks_it(tmp_path):
     key = tmp_path / "keys" / "api_key"
     step = {"name": "API key", "module": "api_key_file", "args": {"path": str(key), "recipe_key": "s3cret-k3y"}}
