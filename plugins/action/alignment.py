@@ -10,7 +10,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.alignment import mismatches
-from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import host_fact, plain
 from ansible_collections.dgxspark.ds41f.plugins.modules import alignment as module_doc
 
 
@@ -27,7 +27,11 @@ class ActionModule(ActionBase):
         hosts = list(args.get("hosts") or task_vars["ansible_play_hosts_all"])
         readings, missing = {}, []
         for host in hosts:
-            value = plain(task_vars["hostvars"][host].get(fact))
+            host_vars = task_vars["hostvars"][host]
+            # a module's fact (ds41f_node) is in ansible_facts; a registered result or set_fact is a variable
+            value = host_fact(host_vars, fact)
+            if value is None:
+                value = plain(host_vars.get(fact))
             if value is None:
                 missing.append(host)
             else:

@@ -10,7 +10,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import live_checks, nccl
-from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import host_fact, plain
 from ansible_collections.dgxspark.ds41f.plugins.modules import doctor_checks as module_doc
 
 
@@ -30,7 +30,7 @@ class ActionModule(ActionBase):
             if not registered or "live" not in registered:
                 missing.append(host)
                 continue
-            hosts[host] = {"live": registered["live"], "node": plain(hostvars[host].get("ds41f_node")) or {}}
+            hosts[host] = {"live": registered["live"], "node": host_fact(hostvars[host], "ds41f_node") or {}}
         if not hosts:
             result.update(failed=True, msg="no %s reading for %s. Fix: run dgxspark.ds41f.live_state on every node "
                           "first (register: %s)." % (live_var, ", ".join(sorted(missing)), live_var))

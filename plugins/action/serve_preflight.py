@@ -10,7 +10,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import serve_preflight
-from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import host_fact, plain
 from ansible_collections.dgxspark.ds41f.plugins.modules import serve_preflight as module_doc
 
 SETTINGS = ("replace", "allow_reshape", "unqualified_shape", "master_port", "release", "image", "image_id")
@@ -30,8 +30,8 @@ class ActionModule(ActionBase):
         nodes, missing = [], []
         for host in hosts:
             hv = hostvars[host]
-            reading = {"name": host, "rank": plain(hv.get("spark_rank")), "node": plain(hv.get("ds41f_node")),
-                       "serve": plain(hv.get("ds41f_serve")), "spec": plain(hv.get("serve_spec")),
+            reading = {"name": host, "rank": plain(hv.get("spark_rank")), "node": host_fact(hv, "ds41f_node"),
+                       "serve": host_fact(hv, "ds41f_serve"), "spec": plain(hv.get("serve_spec")),
                        "fabric": plain(hv.get("serve_fabric_verdict")) if check_fabric else None}
             if reading["serve"] is None or reading["spec"] is None:
                 missing.append(host)

@@ -20,3 +20,9 @@ def plain(value):
     if isinstance(value, float):
         return float(value)
     return value
+
+
+def host_fact(host_vars, name):
+    """A fact a module returned for one host, read from its ansible_facts: with INJECT_FACTS_AS_VARS off (ansible-core's
+    default from 2.24, and this project's ansible.cfg) facts are not top-level variables."""
+    return plain((host_vars.get("ansible_facts") or {}).get(name))

@@ -21,7 +21,9 @@ options:
     elements: str
     required: true
   fact:
-    description: The host fact holding each node's readings.
+    description:
+      - The fact (in each host's C(ansible_facts), as a module returned it) or host variable (a registered
+        result, a C(set_fact)) holding each node's readings.
     type: str
     default: ds41f_node
   hosts:

@@ -2,7 +2,7 @@
 commit and the module's srcversion are set; off a Spark (the lab) the checks are skipped.
 
 The play runs the role's own install tasks on localhost, in check mode, with the node reading given
-(``ds41f_node``). The refusals are its first tasks, so a refused run stops before anything else; off a Spark the
+(the fact ``ds41f_node``). The refusals are its first tasks, so a refused run stops before anything else; off a Spark the
 later tasks only read and report "not a DGX Spark".
 """
 
@@ -24,9 +24,12 @@ def run_pin(tmp_path, spark, ref, srcversion):
     play = tmp_path / "pin.yml"
     play.write_text(
         "- hosts: localhost\n  gather_facts: false\n  connection: local\n  tasks:\n"
+        # The node reading as node_facts returns it: a fact (ansible_facts.ds41f_node), not a variable.
+        "    - name: The node reading\n"
+        "      ansible.builtin.set_fact: {ds41f_node: {dgx_spark: %s}, cacheable: true}\n"
         "    - name: The pin checks of the role\n"
-        "      ansible.builtin.include_tasks: %s/roles/memory_saver/tasks/present.yml\n" % ROOT)
-    extra = {"ds41f_node": {"dgx_spark": spark}, "memory_saver_source_ref": ref, "memory_saver_srcversion": srcversion,
+        "      ansible.builtin.include_tasks: %s/roles/memory_saver/tasks/present.yml\n" % (spark, ROOT))
+    extra = {"memory_saver_source_ref": ref, "memory_saver_srcversion": srcversion,
              "memory_saver_version": "0.4.1", "kernel_release": "7.0.0-1019-nvidia-64k",
              "memory_saver_key_dir": str(tmp_path / "keys")}
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
