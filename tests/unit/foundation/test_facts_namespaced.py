@@ -40,7 +40,9 @@ def test_no_role_or_playbook_reads_a_module_fact_as_a_top_level_variable():
     bare = re.compile(r"(?<![\w.'\"\[])(%s)\b(?!['\"])" % "|".join(sorted(facts)))
     found = []
     for path in yaml_files():
-        for number, line in enumerate(open(path, encoding="utf-8"), 1):
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+        for number, line in enumerate(lines, 1):
             code = line.split("#", 1)[0]
             if "{{" not in code and "when:" not in code and "that:" not in code and "attr" not in code:
                 continue

@@ -2,8 +2,8 @@
 commit and the module's srcversion are set; off a Spark (the lab) the checks are skipped.
 
 The play runs the role's own install tasks on localhost, in check mode, with the node reading given
-(the fact ``ds41f_node``). The refusals are its first tasks, so a refused run stops before anything else; off a Spark the
-later tasks only read and report "not a DGX Spark".
+(the fact ``ds41f_node``). The refusals are its first tasks, so a refused run stops before anything else; off a
+Spark the later tasks only read and report "not a DGX Spark".
 """
 
 import json
