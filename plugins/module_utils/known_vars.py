@@ -73,6 +73,13 @@ def internal_names(root, yaml_load):
                 if role_vars and isinstance(data, dict):
                     out.update(data)  # roles/<role>/vars/main.yml: the role's internal names
                 _task_names(data, out)
+    out.update(module_facts(root, yaml_load))
+    return out
+
+
+def module_facts(root, yaml_load):
+    """The facts the collection's modules document in RETURN (ds41f_node, ds41f_serve, ...)."""
+    out = set()
     modules = os.path.join(root, "plugins", "modules")
     for name in sorted(os.listdir(modules)):
         path = os.path.join(modules, name)

@@ -12,13 +12,7 @@ from tests.conftest import ROOT
 
 
 def module_facts():
-    facts = set()
-    modules = ROOT / "plugins" / "modules"
-    for path in sorted(modules.glob("*.py")):
-        if "ansible_facts" in path.read_text():
-            doc = yaml.safe_load(known_vars._module_facts(str(path)) or "{}") or {}
-            facts.update((doc.get("ansible_facts") or {}).get("contains") or {})
-    return facts
+    return known_vars.module_facts(str(ROOT), yaml.safe_load)
 
 
 def yaml_files():
