@@ -20,7 +20,8 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        self.validate_argument_spec(argument_spec=checks.doc_spec(module_doc.DOCUMENTATION, yaml.safe_load))
+        _, validated = self.validate_argument_spec(argument_spec=checks.doc_spec(module_doc.DOCUMENTATION,
+                                                                                 yaml.safe_load))
         args = self._task.args
         live_var = args.get("live", "verify_live")
         hostvars = task_vars["hostvars"]
@@ -60,5 +61,12 @@ class ActionModule(ActionBase):
         paths = [c["cidr"] for c in cables if c["a"] in hosts and (c["b"] == "switch" or c["b"] in hosts)]
         result.update(changed=False, findings=findings, nodes=sorted(hosts), skipped_checks=unchecked,
                       checked={"nodes": sorted(hosts), "paths": sorted(set(paths))},
-                      msg="%d finding(s) on %d nodes" % (len(findings), len(hosts)))
+                      msg="live checks: %d finding(s) on %d nodes" % (len(findings), len(hosts)))
+        errors = [f for f in findings if f.get("severity") == "error"]
+        if errors and validated["fail_on_error"]:
+            result.update(failed=True, msg="%d error(s):\n%s" % (len(errors), "\n".join(
+                "- %s %s: expected %s, found %s. Fix: %s" % (f["node"], f["setting"], f["expected"], f["found"],
+                                                             f["fix"]) for f in errors)))
+        elif not errors:
+            result["msg"] = "live checks: no errors (%d finding(s) in all, on %d nodes)" % (len(findings), len(hosts))
         return result

@@ -41,6 +41,11 @@ class ActionModule(ActionBase):
         self.validate_argument_spec(argument_spec=checks.doc_spec(module_doc.DOCUMENTATION, yaml.safe_load))
         hosts = list(self._task.args.get("hosts") or task_vars["ansible_play_hosts_all"])
         hostvars = task_vars["hostvars"]
+        if not hostvars[hosts[0]].get("ds41f_recipe_files"):
+            result.update(failed=True, msg="the recipe (group_vars/all/ of dgxspark.ds41f) is not loaded, so it would "
+                          "go unchecked. Fix: use a site file through the dgxspark.ds41f.spark_topology inventory "
+                          "plugin, which loads it.")
+            return result
         specs = recipe.load_role_specs(ROLES_DIR, yaml.safe_load)
         names = validation.variable_names(specs) + list(validation.DERIVED)
         read = set(names)

@@ -22,8 +22,8 @@ PREFIXES = ("serve_", "fabric_", "model_", "image_", "kernel_", "host_baseline_"
             "site_config_", "ds41f_")
 # The escape: a list of names the site owns, even with one of the prefixes above.
 SITE_OWNED = "ds41f_site_variables"
-# Set beside the recipe by the inventory plugin (plugin_utils/recipe_files.MARKER) and by the validation play.
-SET_BY_PLUGINS = ("ds41f_recipe_files", "ds41f_validated")
+# Set beside the recipe by the inventory plugin (plugin_utils/recipe_files.MARKER).
+SET_BY_PLUGINS = ("ds41f_recipe_files",)
 _SET_FACT = ("ansible.builtin.set_fact", "set_fact")
 
 

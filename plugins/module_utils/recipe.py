@@ -333,4 +333,29 @@ def cross_checks(cluster, values):
             problems.append(Problem(field, message, fix))
     problems.extend(nccl.problems(shape.fabric, values))  # fabric stage: NCCL profile against shape and build
     problems.extend(image_source.problems(values))  # image stage: build or adopt, never both
+    problems.extend(model_source_problems(cluster, values))
+    problems.extend(boot_marker_problems(values))
     return problems
+
+
+def model_source_problems(cluster, values):
+    """The model stage's source: a node of this site, and with source controller, the controller's folder."""
+    problems = []
+    node, names = values.get("model_source_node"), [n.name for n in cluster.nodes]
+    if isinstance(node, str) and node not in names:
+        problems.append(Problem("model_source_node", "%r is not a node of this site (%s)." % (node, ", ".join(names)),
+                                "name one of the site's nodes, or leave it unset (the head)."))
+    if values.get("model_source") == "controller" and not values.get("model_controller_dir"):
+        problems.append(Problem("model_controller_dir", "model_source is controller, but no folder is named.",
+                                "set model_controller_dir to the checkpoint's folder on the controller."))
+    return problems
+
+
+def boot_marker_problems(values):
+    """The serve stage judges a start by its release's boot-log lines: the release must declare them."""
+    release, markers = values.get("ds41f_release"), values.get("serve_boot_markers")
+    if isinstance(release, str) and isinstance(markers, dict) and release not in markers:
+        return [Problem("serve_boot_markers", "has no entry for release %s (it has %s)." % (
+            release, ", ".join(sorted(markers)) or "none"), "declare that release's required and forbidden boot-log "
+            "lines under serve_boot_markers.%s." % release)]
+    return []

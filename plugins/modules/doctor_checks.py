@@ -65,6 +65,12 @@ options:
   sshd:
     description: sshd settings (keyword to value) the running sshd's C(sshd -T) must show (C(host_baseline_sshd)).
     type: dict
+  fail_on_error:
+    description:
+      - Fail, listing each error finding with its fix, when any finding is an error (the verify stage of a
+        converging run). Off, the findings are returned for a report to judge (the doctor).
+    type: bool
+    default: false
 extends_documentation_fragment: [dgxspark.ds41f.read_only]
 attributes:
   check_mode:

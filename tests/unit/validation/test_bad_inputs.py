@@ -251,6 +251,11 @@ RECIPE_CASES = [
     ("release climbing out of its folder", {"ds41f_release": "../etc"}, "ds41f_release"),
     ("boot markers of a release named ..", {"serve_boot_markers": {"..": {"required": ["x"]}}},
      "serve_boot_markers['..']"),
+    # What the model and serve stages refused only when they ran, after the stages before them had changed nodes.
+    ("model source node not in the site", {"model_source_node": "dgx9"}, "model_source_node"),
+    ("model source controller without its folder", {"model_source": "controller", "model_controller_dir": ""},
+     "model_controller_dir"),
+    ("a release without boot-log markers", {"ds41f_release": "spark-ds41f-9999"}, "serve_boot_markers"),
     ("patched flags of a release with a slash", {"serve_patched_flags": {"r/1": []}}, "serve_patched_flags['r/1']"),
     ("container name with a space", {"serve_container_name": "spark ds41f"}, "serve_container_name"),
     ("SGLang release with a newline", {"serve_sglang_release": "sglang\n"}, "serve_sglang_release"),
