@@ -5,11 +5,9 @@
 
 from __future__ import annotations
 
-import re
-
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_state, launch, recipe
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import boot_markers, engine_state, launch, recipe
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 
 
@@ -40,32 +38,18 @@ def redact_log(text):
 
 def boot_markers_missing(log, markers):
     """Markers (regular expressions) that ``log`` does not match."""
-    return [m for m in plain(markers) or [] if not re.search(m, log or "", re.M)]
+    return boot_markers.missing(log, plain(markers))
 
 
 def boot_markers_found(log, markers):
     """Forbidden markers that ``log`` matches, each with its first matching line."""
-    found = []
-    lines = (log or "").splitlines()
-    for marker in plain(markers) or []:
-        hit = next((line for line in lines if re.search(marker, line)), None)
-        if hit is not None:
-            found.append("%s: %s" % (marker, hit.strip()))
-    return found
+    return boot_markers.found(log, plain(markers))
 
 
 def boot_fallbacks(log, fallback, families):
     """Lines of ``log`` that report a fallback (``fallback``, a regular expression), each named by the first kernel
     family (``families``: name -> regular expression) the line mentions."""
-    if not fallback:
-        return []
-    families = plain(families) or {}
-    found = []
-    for line in (log or "").splitlines():
-        if re.search(fallback, line):
-            name = next((n for n, rx in families.items() if re.search(rx, line)), "an unnamed kernel family")
-            found.append("%s fell back: %s" % (name, line.strip()))
-    return found
+    return boot_markers.fallbacks(log, fallback, plain(families))
 
 
 def guard_gib(shapes, shape_name, startup, steady):

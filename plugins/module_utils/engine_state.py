@@ -45,6 +45,20 @@ def redact_text(text, values=()):
     return _KEY_ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED, text)
 
 
+def api_key(path):
+    """The key an API key file (``VLLM_API_KEY=<key>``, the serve stage's) holds, or None: no path, no file, no key
+    (a line edited around the key still gives it: the file's own drift is the key file's row, not a refusal here).
+    Read on the node by the modules that call the API, so the key never travels as an argument."""
+    if not path:
+        return None
+    try:
+        with open(path) as handle:
+            found = re.search(r"VLLM_API_KEY=(.*)", handle.read())
+    except OSError:
+        return None
+    return (found.group(1).strip() or None) if found else None
+
+
 def docker_json(run, *args):
     """(parsed JSON list or None, error text). ``run`` is module.run_command."""
     rc, out, err = run(["docker"] + list(args))

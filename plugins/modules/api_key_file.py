@@ -10,10 +10,13 @@ short_description: The head's API key file, made once
 version_added: 0.2.0
 description:
   - Keeps the API key in O(path) as C(VLLM_API_KEY=<key>) (mode 0600, in a folder of mode 0700, both owned by
-    root). It never returns the key, so its result (drift rows for the doctor) can be shown and logged; a stage
-    reads the key from the file (M(ansible.builtin.slurp) with C(no_log)).
+    root). It never returns the key, so its result (drift rows for the doctor) can be shown and logged; the
+    modules that call the API read the key from the file on the node.
   - With O(recipe_key), the file holds that key. Without it, a key generated once (48 hex digits) is kept for
     good.
+  - A file that lost its generated key (deleted, or edited by hand) gets back the key the running engine
+    (O(container)) was started with, so the group keeps answering; only without such an engine is a new key
+    generated.
 options:
   path:
     description: The key file.
@@ -21,6 +24,10 @@ options:
     required: true
   recipe_key:
     description: The key the recipe sets; empty keeps (or makes once) a generated key.
+    type: str
+    default: ""
+  container:
+    description: The engine container on this node whose C(VLLM_API_KEY) restores a generated key the file lost.
     type: str
     default: ""
 attributes:
@@ -57,6 +64,7 @@ managed:
   elements: dict
 """
 
+import json
 import os
 import secrets
 import stat
@@ -103,8 +111,21 @@ def root_only(plan, target, mode):
                     "chmod %04o %s; chown root:root %s" % (mode, target, target))
 
 
+def running_key(module, container):
+    """The VLLM_API_KEY the container was started with (docker inspect), or None: no container, no docker."""
+    if not container or module.get_bin_path("docker") is None:
+        return None
+    rc, out, _ = module.run_command(["docker", "inspect", "--format", "{{json .Config.Env}}", container])
+    try:
+        env = json.loads(out) if rc == 0 else []
+    except ValueError:
+        return None
+    return next((item[len(PREFIX):] or None for item in env or [] if item.startswith(PREFIX)), None)
+
+
 MODULE_SPEC = dict(argument_spec={"path": {"type": "path", "required": True},
-                                  "recipe_key": {"type": "str", "default": "", "no_log": True}},
+                                  "recipe_key": {"type": "str", "default": "", "no_log": True},
+                                  "container": {"type": "str", "default": ""}},
                    supports_check_mode=True)
 
 
@@ -112,7 +133,8 @@ def run(module):
     path, wanted = module.params["path"], module.params["recipe_key"]
     folder = os.path.dirname(path)
     current = held(path)
-    key = wanted or current
+    running = None if wanted or current else running_key(module, module.params["container"])
+    key = wanted or current or running
     # What differs, for the doctor's table: never the key itself, only whether it is the one wanted.
     plan = Plan(module)
     plan.manages("directory", folder, mode="0700", owner="root", group="root")
@@ -120,7 +142,8 @@ def run(module):
     root_only(plan, folder, 0o700)
     if key is None or current != key:
         plan.change(path, "the recipe's key" if wanted else "a key", "another key" if current else "no key",
-                    "write %s (root, 0600)" % path)
+                    "write %s (root, 0600)%s" % (path, " with the key the running engine %s was started with"
+                                                  % module.params["container"] if running else ""))
     else:
         root_only(plan, path, 0o600)
     if module.check_mode or not plan.actions:

@@ -54,6 +54,8 @@ options:
     description:
       - The env file (C(VLLM_API_KEY=...)) holding the API's bearer token; never returned, and redacted from
         a stopped container's log lines (SGLang logs its server arguments, the key included).
+      - When it holds no key and the API asks for one (HTTP 401), the API and progress checks are skipped with
+        that reason; the file's own row (the serve stage's) is the cause.
     type: path
   progress_model:
     description:
@@ -323,7 +325,7 @@ def run(module):
     spec = p["launch_spec"]
     live["launch_spec"] = spec
     keep_env = sorted((spec or {}).get("env") or {})
-    key = (env_file(p["api_key_file"]) or {}).get("VLLM_API_KEY") if p["api_key_file"] else None
+    key = engine_state.api_key(p["api_key_file"])
     live["container"] = container_state(module, spec["name"], keep_env, [key]) if spec else None
     live["env_files"] = {path: redacted_file(env_file(path), keep_env) for path in (spec or {}).get("env_files") or []}
     live["guard"] = engine_state.unit_state(module.run_command, p["guard_unit"]) if p["guard_unit"] else None
@@ -331,7 +333,12 @@ def run(module):
     if p["api_url"]:
         if live["container"] and live["container"]["running"]:
             live["api"] = api(p["api_url"], key)
-            if p["progress_model"] and live["api"]["health"]["ok"]:
+            if key is None and p["api_key_file"] and "401" in live["api"]["models_error"]:
+                # The key file's own row (the serve stage's) is the cause; an API asked without it says nothing.
+                skipped.append({"check": "head API (/v1/models) and engine progress", "reason": "the API wants a "
+                                "key and %s holds none (that file's row names it)" % p["api_key_file"]})
+                live["api"] = None
+            if live["api"] and p["progress_model"] and live["api"]["health"]["ok"]:
                 live["api"]["progress"] = engine_progress.probe(open_url, p["api_url"], key, p["progress_model"],
                                                                 p["first_token_s"])
         else:

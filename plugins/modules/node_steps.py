@@ -114,6 +114,7 @@ def _payload():  # pragma: no cover
 
     from ansible_collections.dgxspark.ds41f.plugins.module_utils import (  # noqa: F401
         args,
+        boot_markers,
         converge,
         docker_daemon,
         engine_progress,

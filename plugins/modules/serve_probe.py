@@ -30,6 +30,10 @@ options:
   api_key:
     description: Bearer token for the API.
     type: str
+  api_key_file:
+    description: The API key file on the node (C(VLLM_API_KEY=<key>)), read when O(api_key) is not given.
+    type: path
+    default: ""
   served_names:
     description: Names C(/v1/models) must list.
     type: list
@@ -57,7 +61,7 @@ EXAMPLES = r"""
   dgxspark.ds41f.serve_probe:
     container: spark-ds41f
     api_url: http://127.0.0.1:8000
-    api_key: "{{ serve_api_key_value }}"
+    api_key_file: /etc/ds41f/serve/api-key.env
     served_names: [deepseek-v4.1-flash]
     timeout: 3600
 """
@@ -125,7 +129,7 @@ def look(module):
             details["reason"] = "memory guard %s is %s (%s)" % (p["guard_unit"], guard["active"], guard.get("result"))
             return "failed", details
     if p["api_url"]:
-        models, error = api_models(p["api_url"], p["api_key"])
+        models, error = api_models(p["api_url"], p["api_key"] or engine_state.api_key(p["api_key_file"]))
         details["models"] = models
         missing = [n for n in p["served_names"] if n not in models]
         if error or missing:
@@ -139,6 +143,7 @@ MODULE_SPEC = dict(argument_spec={
     "guard_unit": {"type": "str", "default": "ds41f-memguard.service"},
     "api_url": {"type": "str"},
     "api_key": {"type": "str", "no_log": True},
+    "api_key_file": {"type": "path", "default": ""},
     "served_names": {"type": "list", "elements": "str", "default": []},
     "timeout": {"type": "int", "default": 3600},
     "interval": {"type": "float", "default": 1.0},

@@ -7,10 +7,13 @@ For each object, one change at a time (and, with --sets, random sets of five at 
   - that row has a fix, and the fix (its ``ds41f run`` command, else the row's stage) repairs it;
   - the doctor changed nothing on any node (every managed object reads the same before and after it);
   - after the fix the doctor is clean and every object reads as before the change.
-Coverage is printed per stage: objects the doctor named over objects changed.
+The clean doctor after a fix is the next trial's doctor run, which must show no row but those naming the next
+trial's objects (one doctor run per trial; --no-pipeline runs one more after each repair), and after the last
+trial a doctor run of its own. Coverage is printed per stage: objects the doctor named over objects changed.
 
-  tests/mutation/doctor_mutations.py --lab molecule-verify-doctor --report docs/mutation   # every object
-  tests/mutation/doctor_mutations.py --lab LAB --sample 3 --sets 1                         # a random sample
+  tests/mutation/doctor_mutations.py --lab molecule-verify-doctor --report docs/mutation   # every change
+  tests/mutation/doctor_mutations.py --lab LAB --each-object --sets 3                       # each object once
+  tests/mutation/doctor_mutations.py --lab LAB --sample 3 --sets 1 --stages fabric,serve     # a random sample
   tests/mutation/doctor_mutations.py --lab LAB --sample 1 --clean-report DIR/doctor.json    # CI's (verify-doctor)
 
 It changes only the lab's own nodes (podman exec into ds41f-LAB-NODE), and runs ds41f from the project folder.
@@ -166,8 +169,12 @@ def repair_stage(row, stage):
     return stage, "the row's stage (fix: %s)" % (fix[:60] or "none")
 
 
-def trial(lab, objects, clean, chosen):
-    """Apply the chosen (object, mutation) pairs, run the doctor, repair; one result per pair."""
+def trial(lab, objects, clean, chosen, pending=()):
+    """Apply the chosen (object, mutation) pairs, run the doctor, repair; one result per pair.
+
+    ``pending``: the results of the trial before, whose "the doctor is clean after" this trial's doctor judges (the
+    pipelined sweep): its run must show no row but the ones naming this trial's objects. Without it (and for the
+    last trial) a doctor run after the repair judges it. Returns (results, still pending)."""
     results = [{"object": o, "mutation": m[0], "command": m[2](o), "checks": {}} for o, m in chosen]
     for res in results:
         o = res["object"]
@@ -177,7 +184,7 @@ def trial(lab, objects, clean, chosen):
             res["note"] = "the change did not take (%s)" % (err.strip()[:120] or "state unchanged")
     applied = [r for r in results if r["applied"]]
     if not applied:
-        return results
+        return results, list(pending)
     mutated = lab.snapshot(objects)
     started = time.monotonic()
     rc, doc = lab.doctor()
@@ -185,6 +192,7 @@ def trial(lab, objects, clean, chosen):
     after = lab.snapshot(objects)
     rows = doc.get("rows") or []
     others = [r for r in rows if not any(names(r, res["object"]) for res in applied)]
+    settle(pending, others)
     for res in applied:
         mine = [r for r in rows if names(r, res["object"])]
         res.update(rows=mine, other_rows=others, doctor_s=round(seconds, 1))
@@ -203,21 +211,45 @@ def trial(lab, objects, clean, chosen):
         for res in applied:
             if res["repair"]["stage"] == stage:
                 res["repair"].update(rc=lab_rc, tail=tail if lab_rc else "")
-    rc2, doc2 = lab.doctor()
     repaired = lab.snapshot(objects)
     for res in applied:
         o = res["object"]
         res["checks"]["the fix repairs it"] = repaired[key(o)] == clean[key(o)] and res["repair"]["rc"] == 0
-        res["checks"]["the doctor is clean after"] = rc2 == 0
-        if rc2 != 0:
-            res["rows_after"] = doc2.get("rows") or []
-    if rc2 != 0 or repaired != clean:  # leave the lab converged for the next trial
+    if repaired != clean or others:  # leave the lab converged for the next trial
         lab.run("site")
-    return results
+    return results, applied
 
 
-def plan_trials(objects, sample, sets, rng):
-    singles = [(o, m) for o in objects for m in MUTATIONS.get(o["kind"], []) if m[1](o)]
+def settle(pending, others):
+    """Judge the trial before by this doctor run: clean after its fix unless a row names something else."""
+    for res in pending:
+        res["checks"]["the doctor is clean after"] = not others
+        if others:
+            res["rows_after"] = others
+
+
+def closing_doctor(lab, pending):
+    """The last trial's clean check (and every trial's, unpipelined): a doctor run after its repair."""
+    if pending:
+        rc, doc = lab.doctor()
+        rows = doc.get("rows") or []
+        settle(pending, rows if rc != 0 or rows else [])
+        if rc != 0:
+            lab.run("site")
+
+
+def plan_trials(objects, sample, sets, rng, each_object=False):
+    """Single changes (every change of every object, or with ``each_object`` one per object, its kind's changes in
+    turn), optionally ``sample`` of them at random, then ``sets`` random sets of five objects changed at once."""
+    if each_object:
+        turn, singles = {}, []
+        for o in objects:
+            options = [m for m in MUTATIONS.get(o["kind"], []) if m[1](o)]
+            if options:
+                i = turn[o["kind"]] = turn.get(o["kind"], -1) + 1
+                singles.append((o, options[i % len(options)]))
+    else:
+        singles = [(o, m) for o in objects for m in MUTATIONS.get(o["kind"], []) if m[1](o)]
     if sample:
         singles = rng.sample(singles, min(sample, len(singles)))
     groups = []
@@ -283,6 +315,11 @@ def main(argv=None):
     ap.add_argument("--skip-tags", default="model,image", help="stages the lab does not run (default: %(default)s)")
     ap.add_argument("--sample", type=int, default=0, help="this many single changes at random (0: every one)")
     ap.add_argument("--sets", type=int, default=0, help="random sets of five changes at once")
+    ap.add_argument("--each-object", action="store_true",
+                    help="one change per object (its kind's changes in turn) instead of every change of every object")
+    ap.add_argument("--stages", help="only the objects of these stages (comma-separated)")
+    ap.add_argument("--no-pipeline", action="store_true",
+                    help="run a doctor after each repair instead of judging it by the next trial's doctor run")
     ap.add_argument("--seed", type=int, default=None, help="the random seed (printed; default: from the clock)")
     ap.add_argument("--report", help="write REPORT.json and REPORT.md")
     ap.add_argument("--clean-report", help="the doctor.json of a clean doctor run on this lab just before, whose "
@@ -300,18 +337,29 @@ def main(argv=None):
     else:
         rc, doc = lab.doctor()
     objects = [o for o in doc.get("managed") or [] if o.get("kind") in READ]
+    if args.stages:
+        objects = [o for o in objects if o["stage"] in args.stages.split(",")]
     if rc != 0 or not objects:
         print("the doctor is not clean before any change (rc %d, %d rows, %d objects): converge the lab first"
               % (rc, len(doc.get("rows") or []), len(objects)), file=sys.stderr)
         return 2
     clean = lab.snapshot(objects)
     unread = [k for k, v in clean.items() if v.startswith("unread")]
-    trials = plan_trials(objects, args.sample, args.sets, rng)
+    trials = plan_trials(objects, args.sample, args.sets, rng, args.each_object)
     print("%d objects declared on %d nodes; %d trials" % (len(objects), len({o["node"] for o in objects}),
                                                           len(trials)), flush=True)
-    results = []
+    results, pending = [], []
     for i, chosen in enumerate(trials, 1):
-        done = trial(lab, objects, clean, chosen)
+        before = pending
+        done, pending = trial(lab, objects, clean, chosen, pending)
+        if args.no_pipeline:
+            closing_doctor(lab, pending)
+            pending = []
+        for r in before:
+            if r["checks"].get("the doctor is clean after") is False:
+                print("[%d/%d] after the fix of %s %s the doctor was not clean: %s" % (
+                    i - 1, len(trials), r["object"]["node"], r["object"]["name"],
+                    "; ".join(str(x.get("setting")) for x in r.get("rows_after") or [])[:300]), flush=True)
         results.extend(done)
         for r in done:
             bad = [k for k, v in r["checks"].items() if not v]
@@ -319,6 +367,7 @@ def main(argv=None):
                 i, len(trials), r["object"]["node"], r["object"]["kind"], r["object"]["name"], r["mutation"],
                 ("ok" if not bad else "FAILED " + ", ".join(bad)) if r.get("applied") else "did not take"),
                 flush=True)
+    closing_doctor(lab, pending)
     per_stage = coverage(results, objects)
     meta = {"lab": args.lab, "seed": seed, "date": time.strftime("%Y-%m-%d"),
             "minutes": (time.monotonic() - started) / 60, "unread": unread,

@@ -134,6 +134,30 @@ def test_the_recipes_key_replaces_a_generated_one_and_never_comes_back_in_clear(
     assert not run(tmp_path, "api_key_file", {"path": str(key_file), "recipe_key": "recipe-key-0123"})["changed"]
 
 
+@pytest.mark.parametrize("loss", ["deleted", "edited"])
+def test_a_lost_generated_key_comes_back_from_the_running_engine_not_a_new_one(tmp_path, loss):
+    """The doctor's fix for a key file that lost its key must not cut the running group off its own API."""
+    key_file = tmp_path / "serve" / "api-key.env"
+    run(tmp_path, "api_key_file", {"path": str(key_file)})
+    key = held_key(key_file)
+    env = json.dumps(["PATH=/usr/bin", "VLLM_API_KEY=" + key])
+    docker = program(tmp_path / "bin", "docker", "[ \"$1\" = inspect ] && [ \"$4\" = spark-ds41f ] && echo '%s'\n"
+                     % env)
+    if loss == "deleted":
+        key_file.unlink()
+    else:
+        key_file.write_text("# a hand edit VLLM_API_KEY=x\n")
+    args = {"path": str(key_file), "container": "spark-ds41f"}
+    seen = run(tmp_path, "api_key_file", args, check_mode=True, path=docker.parent)
+    assert seen["drift"][0]["found"] == "no key" and "the running engine spark-ds41f" in seen["drift"][0]["fix"]
+    assert key not in json.dumps(seen)
+    done = run(tmp_path, "api_key_file", args, path=docker.parent)
+    assert done["changed"] and held_key(key_file) == key and key not in json.dumps(done)
+    key_file.unlink()  # no engine running: a new key, as on the first run
+    run(tmp_path, "api_key_file", dict(args, container="not-running"), path=docker.parent)
+    assert len(held_key(key_file)) == 48 and held_key(key_file) != key
+
+
 class Hostvars(dict):
     def __getitem__(self, host):
         return dict.get(self, host, {})

@@ -74,3 +74,85 @@ def test_a_clean_report_given_is_read_instead_of_a_first_doctor_run(tmp_path, mo
     report.write_text('{"rows": [{"node": "dgx1"}], "managed": [%s]}' % __import__("json").dumps(FILE))
     monkeypatch.setattr(dm.Lab, "doctor", lambda self: (_ for _ in ()).throw(AssertionError("a doctor ran")))
     assert dm.main(["--lab", "none", "--clean-report", str(report)]) == 2  # not clean: refused before any change
+
+
+def test_each_object_once_its_kind_s_changes_in_turn():
+    objects = [FILE, dict(FILE, name="/etc/b"), dict(FILE, name="/etc/c"), UNIT, dict(UNIT, node="dgx2"), LINK]
+    trials = dm.plan_trials(objects, 0, 0, random.Random(1), each_object=True)
+    assert [(o["name"], m[0]) for (o, m), in trials] == [
+        (FILE["name"], "delete"), ("/etc/b", "edit one line"), ("/etc/c", "mode"), (UNIT["name"], "stop"),
+        (UNIT["name"], "disable"), (LINK["name"], "down")]
+
+
+class FakeLab:
+    """Objects as strings on their nodes; the doctor names every object that differs, the stage restores all but
+    the ``stuck`` ones (a fix that does not repair)."""
+
+    def __init__(self, objects, stuck=()):
+        self.clean = {dm.key(o): "ok" for o in objects}
+        self.state, self.stuck, self.doctors, self.sites = dict(self.clean), set(stuck), 0, 0
+        self.by_name = {o["name"]: o for o in objects}
+
+    def sh(self, node, script, timeout=60):
+        for name, o in self.by_name.items():
+            if name in script and o["node"] == node:
+                self.state[dm.key(o)] = "changed"
+        return 0, "", ""
+
+    def snapshot(self, objects):
+        return {dm.key(o): self.state[dm.key(o)] for o in objects}
+
+    def doctor(self):
+        self.doctors += 1
+        rows = [{"node": o["node"], "setting": o["name"], "expected": "ok", "found": "changed",
+                 "fix": "ds41f run %s" % o["stage"]} for o in self.by_name.values() if self.state[dm.key(o)] != "ok"]
+        return (1 if rows else 0), {"rows": rows}
+
+    def run(self, stage):
+        if stage == "site":
+            self.sites += 1
+            self.state = dict(self.clean)
+        else:
+            for k in self.state:
+                if k.split()[1] == stage and k.split()[3] not in self.stuck:
+                    self.state[k] = "ok"
+        return 0, ""
+
+
+def sweep(lab, objects, pipelined=True):
+    results, pending = [], []
+    for chosen in dm.plan_trials(objects, 0, 0, random.Random(1), each_object=True):
+        done, pending = dm.trial(lab, objects, lab.clean, chosen, pending)
+        if not pipelined:
+            dm.closing_doctor(lab, pending)
+            pending = []
+        results.extend(done)
+    dm.closing_doctor(lab, pending)
+    return results
+
+
+def test_the_next_trial_s_doctor_judges_the_fix_before_it_one_doctor_run_per_trial():
+    objects = [FILE, UNIT, LINK]
+    lab = FakeLab(objects)
+    results = sweep(lab, objects)
+    assert all(all(r["checks"].values()) for r in results) and len(results) == 3
+    assert lab.doctors == 3 + 1 and lab.sites == 0  # one per trial and the last one's clean check
+    unpipelined = FakeLab(objects)
+    sweep(unpipelined, objects, pipelined=False)
+    assert unpipelined.doctors == 3 * 2
+
+
+def test_a_fix_that_does_not_repair_fails_its_trial_and_the_next_sees_the_leftover_row():
+    objects = [FILE, UNIT, LINK]
+    lab = FakeLab(objects, stuck=[UNIT["name"]])
+    file_, unit, link = sweep(lab, objects)
+    assert all(file_["checks"].values())
+    assert not unit["checks"]["the fix repairs it"] and lab.sites == 1  # the site run restores the lab
+    assert unit["checks"]["the doctor is clean after"]  # after the site run: the next doctor shows only LINK
+    assert all(link["checks"].values())
+
+
+def test_a_row_left_after_the_repair_fails_the_clean_check_of_the_trial_before():
+    pending = [{"checks": {}}]
+    dm.settle(pending, [{"node": "dgx1", "setting": "/etc/x"}])
+    assert pending[0]["checks"]["the doctor is clean after"] is False and pending[0]["rows_after"]

@@ -3,6 +3,8 @@ module either keeps its whole result out of logs (no_log) or gives it to a param
 (Ansible then removes the value from everything the module returns). Generated from the task files themselves, so a
 new task that carries the key is checked without anyone listing it."""
 
+import json
+import os
 import re
 import sys
 
@@ -87,18 +89,20 @@ def test_every_task_that_carries_the_key_keeps_it_out_of_logs(task, module, para
         "no_log: true on the task, or give it to a no_log parameter" % (task.get("name"), module, param))
 
 
-def test_the_smoke_request_says_what_came_back_without_the_request():
-    smoke = yaml.safe_load((ROOT / "roles" / "serve" / "tasks" / "smoke.yml").read_text())
-    request = next(t for t in smoke if "ansible.builtin.uri" in t)
-    check = smoke[smoke.index(request) + 1]
-    assert request["no_log"] is True and request["failed_when"] is False
-    assert "serve__smoke.status" in str(check["ansible.builtin.assert"]) and "Authorization" not in str(check)
+def test_the_smoke_request_keeps_its_findings_in_view_and_the_key_on_the_node():
+    """One task, no no_log: its findings are the doctor's rows. A generated key is read on the node from the key
+    file; only the recipe's own key travels, as serve_smoke's no_log api_key."""
+    (task,) = yaml.safe_load((ROOT / "roles" / "serve" / "tasks" / "smoke.yml").read_text())
+    (step,) = task["dgxspark.ds41f.node_steps"]["steps"]
+    assert step["module"] == "serve_smoke" and "no_log" not in task
+    assert "serve__api_key_file" in step["args"]["api_key_file"] and "api_key" in no_log_params("serve_smoke")
+    assert "api_key_file" not in no_log_params("serve_smoke")  # a path, shown; the key stays in the file
 
 
-def test_a_smoke_request_at_vvv_through_the_runner_leaves_the_key_nowhere(tmp_path, monkeypatch):
-    """The real smoke request and its check (taken from smoke.yml as they are) run by ansible-runner at -vvv against
-    a loopback server that answers as vLLM does; then every file of the run folder (job_events, stdout, command)
-    and the fact cache is searched for the key, and the server saw it."""
+def smoke_run(tmp_path, monkeypatch, log, status=200):
+    """roles/serve/tasks/smoke.yml as it is, run by ansible-runner at -vvv on localhost against a loopback server
+    that answers as vLLM does, with the head's log from a docker on PATH that prints ``log``. (result, the
+    Authorization headers the server saw, every file the run left, the key)."""
     import http.server
     import json
     import threading
@@ -118,7 +122,7 @@ def test_a_smoke_request_at_vvv_through_the_runner_leaves_the_key_nowhere(tmp_pa
             body = json.dumps({"model": "ds41f-tiny", "choices": [{"message": {"content": "42"},
                                                                     "finish_reason": "length"}],
                                "usage": {"prompt_tokens": 9, "completion_tokens": 4}}).encode()
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -126,13 +130,22 @@ def test_a_smoke_request_at_vvv_through_the_runner_leaves_the_key_nowhere(tmp_pa
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Api)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    smoke = yaml.safe_load((ROOT / "roles" / "serve" / "tasks" / "smoke.yml").read_text())
-    request = next(t for t in smoke if "ansible.builtin.uri" in t)
-    tasks = [request, smoke[smoke.index(request) + 1]]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "head.log").write_text(log)
+    (bin_dir / "docker").write_text("#!/bin/sh\n[ \"$1\" = logs ] && cat %s\n" % (tmp_path / "head.log"))
+    (bin_dir / "docker").chmod(0o755)
+    (tmp_path / "api-key.env").write_text("VLLM_API_KEY=%s\n" % key)
     playbook = tmp_path / "smoke.yml"
-    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": True, "vars": {
-        "serve_api_key_value": key, "serve_spec": {"port": server.server_port, "served_names": ["ds41f-tiny"]},
-        "serve_smoke_prompt": "What is 19 + 23?", "serve_smoke_max_tokens": 4}, "tasks": tasks}]))
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "environment": {
+        "PATH": "%s:%s" % (bin_dir, os.environ["PATH"])}, "vars": {
+        "serve_container_name": "spark-ds41f", "serve__release": "lab-r1", "serve_api_key": "",
+        "serve_api_key_required": True, "serve__api_key_file": str(tmp_path / "api-key.env"),
+        "serve_boot_markers": {"lab-r1": {"required": ["Starting vLLM server on http"],
+                                          "forbidden": ["Traceback \\(most recent call last\\)"]}},
+        "serve_spec": {"port": server.server_port, "served_names": ["ds41f-tiny"]},
+        "serve_smoke_prompt": "What is 19 + 23?", "serve_smoke_max_tokens": 4},
+        "tasks": [{"ansible.builtin.import_tasks": str(ROOT / "roles" / "serve" / "tasks" / "smoke.yml")}]}]))
     monkeypatch.setattr(runs, "RUNS", tmp_path / "runs")
     facts = tmp_path / "facts"
     try:
@@ -142,9 +155,31 @@ def test_a_smoke_request_at_vvv_through_the_runner_leaves_the_key_nowhere(tmp_pa
     finally:
         server.shutdown()
         server.server_close()
+    files = [p for p in list((tmp_path / "runs").rglob("*")) + list(facts.rglob("*")) if p.is_file()]
+    return result, seen, files, key
+
+
+def test_a_smoke_request_at_vvv_through_the_runner_leaves_the_key_nowhere(tmp_path, monkeypatch):
+    """Every file of the run folder (job_events, stdout, command) and the fact cache is searched for the key, and
+    the server saw it."""
+    result, seen, files, key = smoke_run(tmp_path, monkeypatch, "INFO Starting vLLM server on http://0.0.0.0\n")
     assert result.rc == 0, (result.artifacts / "stdout").read_text()
     assert seen == ["Bearer " + key]  # the request did carry it
-    assert "smoke: 4 tokens from ds41f-tiny" in (result.artifacts / "stdout").read_text()
-    files = [p for p in list((tmp_path / "runs").rglob("*")) + list(facts.rglob("*")) if p.is_file()]
+    assert "smoke: 4 tokens from ds41f-tiny (length)" in (result.artifacts / "stdout").read_text()
     assert len(files) > 10 and any("job_events" in str(p) for p in files)
+    assert [str(p) for p in files if key in p.read_text(errors="replace")] == []
+
+
+def test_a_missing_marker_a_forbidden_line_and_a_refused_request_are_each_a_finding(tmp_path, monkeypatch):
+    log = "Traceback (most recent call last):\n  api_key='%s'\n" % "x"
+    result, _, files, key = smoke_run(tmp_path, monkeypatch, log, status=401)
+    assert result.rc != 0
+    events = [json.loads(p.read_text()) for p in files if p.suffix == ".json" and "job_events" in str(p)]
+    failed = [e["event_data"]["res"] for e in events if e.get("event") == "runner_on_failed"]
+    (res,) = failed
+    settings = [f["setting"] for f in res["findings"]]
+    assert settings == ["release lab-r1 boot log: required line", "release lab-r1 boot log: forbidden line",
+                        "smoke request (POST /v1/chat/completions, thinking off)"]
+    assert all(f["fix"] and f["expected"] != f["found"] for f in res["findings"])
+    assert "HTTP 401" in res["findings"][2]["found"]
     assert [str(p) for p in files if key in p.read_text(errors="replace")] == []
