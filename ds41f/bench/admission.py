@@ -4,7 +4,8 @@ once; all must run together without preemption.
 Two witnesses say how many ran at once: the engine's /metrics, read every ``POLL_S`` (peak running requests and
 KV cache use), and the streams themselves (a stream between its first and last token is being decoded). A poll can
 miss a short run or go unanswered while the server is busy; the streams' own times cannot, so the larger count
-decides. ``vllm:num_preemptions_total`` before and after says whether the engine preempted any of them.
+decides. ``vllm:num_preemptions_total`` before and after says whether the engine preempted any of them. A try
+that falls short without a preemption is repeated with fresh contexts, up to ``--overlap-retries`` times.
 """
 
 from __future__ import annotations
@@ -51,6 +52,21 @@ async def run(bench):
         return {"contexts": n, "asked_tokens": tokens, "output_tokens": out_tokens, "peak_running": 0,
                 "at_once": 0, "peak_kv_pct": None, "preemptions": None, "per_stream_tps": None, "passed": False,
                 "why": why}
+    tries = bench.opt("overlap_retries", 3) + 1
+    for attempt in range(1, tries + 1):
+        result = await _one_try(bench, n, tokens, out_tokens)
+        # A try can fall short without the engine refusing anything: a request that reached the server late (a
+        # busy controller, someone else's request) never overlapped the rest. Fresh contexts again, a few times;
+        # an engine that cannot hold them all falls short every time. A preemption is never retried.
+        if result["passed"] or result["preemptions"] != 0 or attempt == tries:
+            break
+        bench.log("  admission: try %d of %d: %s; again with fresh contexts" % (attempt, tries, result["why"]))
+    result["tries"] = attempt
+    bench.log("  admission: %s" % result["why"])
+    return result
+
+
+async def _one_try(bench, n, tokens, out_tokens):
     messages = []
     for _ in range(n):
         bench.offset += 15485863 % 100003  # a fresh stretch of text per context: nothing shares a prefix
@@ -80,7 +96,6 @@ async def run(bench):
         passed = False
     else:
         passed, why = True, "all %d contexts ran at once, no preemption" % n
-    bench.log("  admission: %s" % why)
     return {"contexts": n, "asked_tokens": tokens, "prompt_tokens": [r["usage"]["prompt_tokens"] for r in results],
             "output_tokens": out_tokens, "peak_running": seen["running"], "metrics_reads": seen["polls"],
             "peak_streaming": streaming, "at_once": at_once, "peak_kv_pct": seen["kv_pct"], "preemptions": preempted,
