@@ -90,11 +90,13 @@ def test_every_task_that_carries_the_key_keeps_it_out_of_logs(task, module, para
 
 
 def test_the_smoke_request_keeps_its_findings_in_view_and_the_key_on_the_node():
-    """One task, no no_log: its findings are the doctor's rows. A generated key is read on the node from the key
-    file; only the recipe's own key travels, as serve_smoke's no_log api_key."""
-    (task,) = yaml.safe_load((ROOT / "roles" / "serve" / "tasks" / "smoke.yml").read_text())
+    """One step, no no_log: its findings are the doctor's rows; the task after it prints only its message. A
+    generated key is read on the node from the key file; only the recipe's own key travels, as serve_smoke's no_log
+    api_key."""
+    task, answer = yaml.safe_load((ROOT / "roles" / "serve" / "tasks" / "smoke.yml").read_text())
     (step,) = task["dgxspark.ds41f.node_steps"]["steps"]
     assert step["module"] == "serve_smoke" and "no_log" not in task
+    assert answer["ansible.builtin.debug"] == {"msg": "{{ %s.msg }}" % task["register"]}
     assert "serve__api_key_file" in step["args"]["api_key_file"] and "api_key" in no_log_params("serve_smoke")
     assert "api_key_file" not in no_log_params("serve_smoke")  # a path, shown; the key stays in the file
 
