@@ -13,8 +13,8 @@ description:
   - Hashes on several threads, but only files whose size, mtime or inode changed since this node's
     verification record was written (O(full=true) hashes every file), so a re-run over the full
     checkpoint is quick while a damaged shard is still caught.
-  - Reports the bytes a repair needs and the free space of the folder's filesystem, for the disk-space
-    precheck the stage makes on every node before any transfer starts.
+  - Reports the bytes a repair needs and the free space of the folder's filesystem, and fails when a repair
+    would leave less than O(reserve_bytes) free, so the stage stops on every node before any transfer starts.
   - Changes nothing, in or out of check mode; the doctor calls it as it is.
 options:
   path:
@@ -37,6 +37,11 @@ options:
     description: Files hashed at once.
     type: int
     default: 8
+  reserve_bytes:
+    description: Bytes that must stay free on the folder's filesystem after a repair (the recipe's
+      C(model_reserve_gib)); a complete copy needs no room.
+    type: int
+    default: 0
 extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
   - ds41f maintainers (!UNKNOWN)
@@ -110,7 +115,10 @@ MODULE_SPEC = dict(argument_spec={
     "record_path": {"type": "path", "required": True},
     "full": {"type": "bool", "default": False},
     "workers": {"type": "int", "default": 8},
+    "reserve_bytes": {"type": "int", "default": 0},
 }, supports_check_mode=True)
+
+GIB = 2.0 ** 30
 
 
 def run(module):
@@ -128,11 +136,18 @@ def run(module):
               "found": mf.describe(x),
               "fix": "re-run the model stage: it fetches the file from a node that holds it"}
              for x in result["problems"]]
-    module.exit_json(changed=False, complete=not result["problems"], problems=result["problems"], messages=messages,
-                     ok=result["ok"], hashed=len(result["hashed"]), extra=result["extra"],
-                     needed_bytes=mf.bytes_needed(p["manifest"], result["problems"]),
-                     free_bytes=mf.free_bytes(p["path"]), drift=drift,
-                     record_digest=record.get("manifest_digest") if isinstance(record, dict) else None)
+    facts = dict(changed=False, complete=not result["problems"], problems=result["problems"], messages=messages,
+                 ok=result["ok"], hashed=len(result["hashed"]), extra=result["extra"],
+                 needed_bytes=mf.bytes_needed(p["manifest"], result["problems"]),
+                 free_bytes=mf.free_bytes(p["path"]), drift=drift,
+                 record_digest=record.get("manifest_digest") if isinstance(record, dict) else None)
+    if facts["needed_bytes"] and facts["needed_bytes"] + p["reserve_bytes"] > facts["free_bytes"]:
+        module.fail_json(msg="%s must receive %.1f GiB and keep %.1f GiB free, but its filesystem has %.1f GiB free. "
+                             "Nothing was transferred. Fix: free space there, or move model_dir to a larger "
+                             "filesystem (model_reserve_gib is what stays free)." % (
+                                 p["path"], facts["needed_bytes"] / GIB, p["reserve_bytes"] / GIB,
+                                 facts["free_bytes"] / GIB), **facts)
+    module.exit_json(**facts)
 
 
 def main():

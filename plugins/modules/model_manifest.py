@@ -41,6 +41,13 @@ options:
     description: Files hashed at once.
     type: int
     default: 8
+  shards:
+    description:
+      - The safetensors shards the pinned checkpoint has (its index file not counted); C(0) checks no count.
+      - A manifest with another count fails the module before it is written (a download that stopped early), and
+        so does a kept one (delete it to make it again).
+    type: int
+    default: 0
 attributes:
   check_mode:
     support: full
@@ -98,7 +105,22 @@ MODULE_SPEC = dict(argument_spec={
     "manifest_path": {"type": "path", "required": True},
     "record_path": {"type": "path"},
     "workers": {"type": "int", "default": 8},
+    "shards": {"type": "int", "default": 0},
 }, supports_check_mode=True)
+
+
+def shard_count(manifest):
+    return len([f for f in manifest["files"] if f["path"].endswith(".safetensors") and "index" not in f["path"]])
+
+
+def check_shards(module, manifest, kept):
+    p = module.params
+    found = shard_count(manifest)
+    if p["shards"] and found != p["shards"]:
+        fix = ("delete %s so it is made again" % p["manifest_path"]) if kept else "nothing was written"
+        module.fail_json(msg="the checkpoint under %s has %d safetensors shards; the recipe pins %d of %s@%s (%s). "
+                             "Fix: complete the source's copy (a download that stopped early?), or correct "
+                             "model_shards." % (p["path"], found, p["shards"], p["repo"], p["revision"], fix))
 
 
 def run(module):
@@ -107,12 +129,14 @@ def run(module):
     existing = mf.load_json(p["manifest_path"])
     if (existing and existing.get("repo") == p["repo"] and existing.get("revision") == p["revision"]
             and not mf.validate(existing)):
+        check_shards(module, existing, kept=True)
         module.exit_json(**plan.result(manifest=existing, digest=existing["digest"], created=False, hashed=0))
     if not os.path.isdir(p["path"]) or not mf.scan(p["path"]):
         module.fail_json(msg="no checkpoint files under %s, so there is nothing to make a manifest from. Fix: put "
                              "the checkpoint of %s@%s there, or choose another model_source." % (
                                  p["path"], p["repo"], p["revision"]))
     made, hashed = mf.make(p["path"], p["repo"], p["revision"], p["workers"], mf.load_json(p["record_path"] or ""))
+    check_shards(module, made, kept=False)
     found = "%s (%s@%s)" % (existing["digest"], existing.get("repo"), existing.get("revision")) if existing else None
     plan.change("model manifest %s" % p["manifest_path"], made["digest"], found,
                 "write the manifest of %d files (%.1f GiB) to %s" % (

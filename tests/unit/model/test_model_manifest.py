@@ -1,6 +1,8 @@
 """The manifest and a node's check against it, on a generated checkpoint (tests/checkpoint.py)."""
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -132,3 +134,54 @@ def test_validate_refuses_paths_outside_the_checkpoint_and_hand_edits(ckpt):
 def test_free_bytes_walks_up_to_an_existing_folder(tmp_path):
     assert mf.free_bytes(str(tmp_path / "not" / "yet")) == mf.free_bytes(str(tmp_path))
     assert mf.free_bytes("relative/path/that/does/not/exist") > 0
+
+
+def run_module(tmp_path, name, args, check_mode=False):
+    """The module as Ansible runs it on a node: a Python process fed its arguments."""
+    root = Path(__file__).resolve().parents[3]
+    argfile = tmp_path / ("%s-args.json" % name)
+    argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": dict(args, _ansible_check_mode=check_mode)}))
+    done = subprocess.run([sys.executable, str(root / "plugins" / "modules" / (name + ".py")), str(argfile)],
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(root / "collections")))
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("shards, fails", [(3, False), (0, False), (4, True), (2, True)])
+def test_the_manifest_module_refuses_another_shard_count_before_writing(tmp_path, ckpt, shards, fails):
+    root, _, _ = ckpt
+    where = tmp_path / "m.json"
+    args = {"path": root, "repo": REPO, "revision": REV, "manifest_path": str(where), "shards": shards}
+    got = run_module(tmp_path, "model_manifest", args)
+    assert bool(got.get("failed")) == fails and where.exists() != fails
+    if fails:
+        assert "has 3 safetensors shards; the recipe pins %d" % shards in got["msg"]
+        assert "nothing was written" in got["msg"] and "model_shards" in got["msg"]
+
+
+def test_a_kept_manifest_of_another_shard_count_is_refused_with_its_path(tmp_path, ckpt):
+    root, _, _ = ckpt
+    where = tmp_path / "m.json"
+    args = {"path": root, "repo": REPO, "revision": REV, "manifest_path": str(where)}
+    assert run_module(tmp_path, "model_manifest", args)["created"]
+    got = run_module(tmp_path, "model_manifest", dict(args, shards=5))
+    assert got["failed"] and "delete %s so it is made again" % where in got["msg"]
+
+
+@pytest.mark.parametrize("reserve_gib, fails", [(0, False), (1 << 20, True)])
+def test_the_check_fails_a_node_without_room_for_its_repair(tmp_path, ckpt, reserve_gib, fails):
+    root, made, _ = ckpt
+    os.remove(shard(root))
+    args = {"path": root, "manifest": made, "record_path": str(tmp_path / "rec.json"),
+            "reserve_bytes": reserve_gib << 30}
+    got = run_module(tmp_path, "model_check", args, check_mode=True)
+    assert got["needed_bytes"] > 0 and not got["complete"] and bool(got.get("failed")) == fails
+    if fails:
+        assert "must receive" in got["msg"] and "Nothing was transferred" in got["msg"]
+
+
+def test_a_complete_copy_needs_no_room(tmp_path, ckpt):
+    root, made, _ = ckpt
+    args = {"path": root, "manifest": made, "record_path": str(tmp_path / "rec.json"), "reserve_bytes": 1 << 60}
+    got = run_module(tmp_path, "model_check", args, check_mode=True)
+    assert got["complete"] and got["needed_bytes"] == 0 and not got.get("failed")
