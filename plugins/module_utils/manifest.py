@@ -185,6 +185,18 @@ def describe(problem):
                                           problem["expected_size"])
 
 
+def room_shortfall(path, needed, reserve):
+    """Why ``path``'s filesystem cannot take ``needed`` bytes and keep ``reserve`` free, with the fix; None when it
+    can, or when nothing is needed. model_check asks before any transfer, model_fetch again as it starts one."""
+    free = free_bytes(path)
+    if not needed or needed + reserve <= free:
+        return None
+    gib = 2.0 ** 30
+    return ("must receive %.1f GiB into %s and keep %.1f GiB free, but its filesystem has %.1f GiB free. Fix: free "
+            "space there, or move model_dir to a larger filesystem (model_reserve_gib is what stays free)." % (
+                needed / gib, path, reserve / gib, free / gib))
+
+
 def free_bytes(path):
     """Free bytes for an unprivileged writer where ``path`` is (or would be created)."""
     path = os.path.abspath(path)

@@ -118,8 +118,6 @@ MODULE_SPEC = dict(argument_spec={
     "reserve_bytes": {"type": "int", "default": 0},
 }, supports_check_mode=True)
 
-GIB = 2.0 ** 30
-
 
 def run(module):
     p = module.params
@@ -141,12 +139,9 @@ def run(module):
                  needed_bytes=mf.bytes_needed(p["manifest"], result["problems"]),
                  free_bytes=mf.free_bytes(p["path"]), drift=drift,
                  record_digest=record.get("manifest_digest") if isinstance(record, dict) else None)
-    if facts["needed_bytes"] and facts["needed_bytes"] + p["reserve_bytes"] > facts["free_bytes"]:
-        module.fail_json(msg="%s must receive %.1f GiB and keep %.1f GiB free, but its filesystem has %.1f GiB free. "
-                             "Nothing was transferred. Fix: free space there, or move model_dir to a larger "
-                             "filesystem (model_reserve_gib is what stays free)." % (
-                                 p["path"], facts["needed_bytes"] / GIB, p["reserve_bytes"] / GIB,
-                                 facts["free_bytes"] / GIB), **facts)
+    short = mf.room_shortfall(p["path"], facts["needed_bytes"], p["reserve_bytes"])
+    if short:
+        module.fail_json(msg="this node %s Nothing was transferred." % short, **facts)
     module.exit_json(**facts)
 
 

@@ -212,12 +212,9 @@ def run(module):
         module.exit_json(**plan.result(fetched=[], received_bytes=0, seconds=0.0))
 
     todo = [entries[x["path"]] for x in problems]
-    needed = sum(e["size"] for e in todo) + p["reserve_bytes"]
-    free = mf.free_bytes(p["path"])
-    if needed > free:
-        module.fail_json(msg="%s: the repair needs %.1f GiB in %s but %.1f GiB are free. Fix: free space there, "
-                             "or move model_dir to a larger filesystem." % (
-                                 p["node"], needed / 2.0 ** 30, p["path"], free / 2.0 ** 30), **plan.result())
+    short = mf.room_shortfall(p["path"], sum(e["size"] for e in todo), p["reserve_bytes"])
+    if short:
+        module.fail_json(msg="%s %s" % (p["node"], short), **plan.result())
     os.makedirs(p["path"], exist_ok=True)
     recorder = Recorder(p["record_path"], p["path"], manifest, ok)
     recorder.write()  # the relay's share reads it: only files verified here are served on

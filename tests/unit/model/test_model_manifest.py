@@ -185,3 +185,14 @@ def test_a_complete_copy_needs_no_room(tmp_path, ckpt):
     args = {"path": root, "manifest": made, "record_path": str(tmp_path / "rec.json"), "reserve_bytes": 1 << 60}
     got = run_module(tmp_path, "model_check", args, check_mode=True)
     assert got["complete"] and got["needed_bytes"] == 0 and not got.get("failed")
+
+
+def test_room_is_judged_once_for_the_check_and_the_fetch(tmp_path):
+    """manifest.room_shortfall, which model_check (before any transfer) and model_fetch (as it starts) share."""
+    free = mf.free_bytes(str(tmp_path))
+    assert mf.room_shortfall(str(tmp_path), 0, 1 << 62) is None  # nothing to receive needs no room
+    assert mf.room_shortfall(str(tmp_path), 1, 0) is None
+    short = mf.room_shortfall(str(tmp_path / "not-yet"), free, 1 << 30)
+    assert short.startswith("must receive %.1f GiB into %s and keep 1.0 GiB free" % (free / 2.0 ** 30,
+                                                                                    tmp_path / "not-yet"))
+    assert "Fix: free space there" in short
