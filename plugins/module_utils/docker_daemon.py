@@ -7,7 +7,9 @@ error with its fix instead of the Docker SDK's connection traceback. Pure Python
 
 from __future__ import annotations
 
+import json
 import socket
+from urllib.parse import quote
 
 PING = b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n"
 
@@ -30,6 +32,40 @@ def ping(path, timeout):
     if head.split(" ", 2)[1:2] == ["200"]:
         return True, ""
     return False, "%s answered %r" % (path, head.splitlines()[0] if head else "nothing")
+
+
+def _get(path, url, timeout):
+    """(status, body) of one HTTP/1.0 GET on the unix socket ``path``: the engine closes the connection after it."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(path)
+        sock.sendall(("GET %s HTTP/1.0\r\nHost: docker\r\n\r\n" % url).encode("ascii"))
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        sock.close()
+    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    status = head.split(b" ", 2)[1:2]
+    return (int(status[0]) if status and status[0].isdigit() else 0), body
+
+
+def image(path, ref, timeout):
+    """What the engine holds under ``ref`` (a tag or an image ID), as the few fields the stages read (Id, RepoTags,
+    Config.Labels), or None when it holds nothing by that name. Raises OSError when the engine does not say."""
+    status, body = _get(path, "/images/%s/json" % quote(ref, safe="/:@"), timeout)
+    if status == 404:
+        return None
+    if status != 200:
+        raise OSError("GET /images/%s/json answered %s: %s" % (ref, status or "nothing",
+                                                                  body[:200].decode("utf-8", "replace")))
+    info = json.loads(body)
+    return {"Id": info.get("Id"), "RepoTags": info.get("RepoTags") or [],
+            "Config": {"Labels": (info.get("Config") or {}).get("Labels") or {}}}
 
 
 def describe(state):

@@ -89,7 +89,7 @@ def rows_from_result(node, stage, task_name, result, stage_cmd=None):
                        entry.get("severity", "error"), entry.get("path")))
     drift = result.get("drift") or []
     for entry in drift:  # what a module found different (and, outside check mode, changed)
-        out.append(row(entry.get("node", node), stage, entry.get("setting"), entry.get("expected"),
+        out.append(row(entry.get("node", node), entry.get("stage", stage), entry.get("setting"), entry.get("expected"),
                        entry.get("found"), entry.get("fix") or fix_stage, entry.get("severity", "error"),
                        entry.get("path")))
     if result.get("changed") and not drift:
@@ -278,15 +278,36 @@ def _consolidate_paths(rows, ends):
     return [replaced.get(id(r), r) for r in rows if not r.get("path") or id(r) in keep]
 
 
+# The stages that put one artefact on every node (the image, the checkpoint): where one of them names a node whose
+# copy is wrong, the cross-node row "the same on every node" of that stage is its echo, not a second cause.
+_ONE_COPY_STAGES = ("image", "model")
+ACROSS_NODES = "the same on every node"
+
+
+def _drop_spread_echoes(rows):
+    """One cause per copy that differs: the rows naming a node, else the first cross-node row of that stage (the
+    live check and the serve preflight both compare the image IDs)."""
+    named = {r["stage"] for r in rows if r["node"] != "all"}
+    out, spread = [], set()
+    for r in rows:
+        if r["node"] == "all" and r["expected"] == ACROSS_NODES and r["stage"] in _ONE_COPY_STAGES:
+            if r["stage"] in named or r["stage"] in spread:
+                continue
+            spread.add(r["stage"])
+        out.append(r)
+    return out
+
+
 def dedupe(rows, ends=None):
     """The table's rows: one per finding, errors first, then by node.
 
     A finding reported twice (by a stage in check mode and by a live check, with or without the node name in
     front of the setting, or by two stages that both keep the object, as /etc/ds41f) is one row, the first
-    stage's; a fabric path's echoes fold into its cause (``ends`` as in ``attach_paths``), and a row whose found is
+    stage's; a fabric path's echoes fold into its cause (``ends`` as in ``attach_paths``), an image or checkpoint
+    that differs across nodes folds into the rows naming the nodes whose copy is wrong, and a row whose found is
     its expected (a record that would only be rewritten) is no drift at all."""
     ends = ends or {}
-    rows = [r for r in rows if r["expected"] != r["found"]]
+    rows = _drop_spread_echoes([r for r in rows if r["expected"] != r["found"]])
     rows = _consolidate_paths(attach_paths([dict(r) for r in rows], ends), ends)
     seen, out = set(), []
     for r in rows:

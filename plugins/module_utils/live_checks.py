@@ -368,8 +368,12 @@ def gpu_latch(node, gpus, serving):
 def alignment(readings, keys):
     """Cross-node differences as errors on 'all'; each reading's stage owns the fix."""
     present = [k for k in keys if any(r.get(k) is not None for r in readings.values())]
+    found = []
+    for key in present:  # a node that has no reading of an image or checkpoint key is left out of its comparison
+        found.extend(mismatches({n: r for n, r in readings.items() if key in r or key not in ALIGNMENT_STAGES},
+                                [key]))
     out = []
-    for m in mismatches(readings, present):
+    for m in found:
         stage = ALIGNMENT_STAGES.get(m["setting"], "site_config")
         out.append(finding("all", stage, m["setting"], "the same on every node", m["found"], m["fix"]))
     return out
@@ -402,7 +406,9 @@ def evaluate(hosts, cables, mtu, startup_gib, steady_gib, serve_fix, ignore_env=
     readings = {}
     for node, h in hosts.items():
         r = {k: (h.get("node") or {}).get(k) for k in ALIGNED_NODE_FACTS}
-        r.update({k: h["live"].get(k) for k in ALIGNMENT_STAGES})
+        # An image or checkpoint not read (its Docker down, the folder gone) is unknown, not different: its own
+        # stage's row names it.
+        r.update({k: h["live"][k] for k in ALIGNMENT_STAGES if h["live"].get(k) is not None})
         readings[node] = r
     out.extend(alignment(readings, ALIGNED_NODE_FACTS + tuple(ALIGNMENT_STAGES)))
     return out

@@ -16,11 +16,15 @@ def short(image_id):
     return (image_id or "?").replace("sha256:", "")[:12]
 
 
-def _problem(text, node, setting, expected, found, consent=False):
-    """One reason not to start: its sentence (``text``, with its fix after "Fix: ") and the cause as a row."""
+def _problem(text, node, setting, expected, found, consent=False, stage=None):
+    """One reason not to start: its sentence (``text``, with its fix after "Fix: ") and the cause as a row (of
+    ``stage`` where another stage owns the object, as the image)."""
     fix = text.split(" Fix: ", 1)[1] if " Fix: " in text else text
-    return {"text": text, "node": node, "setting": setting, "expected": expected, "found": found,
-            "fix": fix.rstrip("."), "consent": consent}
+    out = {"text": text, "node": node, "setting": setting, "expected": expected, "found": found,
+           "fix": fix.rstrip("."), "consent": consent}
+    if stage:
+        out["stage"] = stage
+    return out
 
 
 def _running(reading):
@@ -35,7 +39,7 @@ def _image_problems(nodes, image_ref):
         if not image_id:
             problems.append(_problem("%s does not hold the image %s. Fix: run the image stage (it ships one image "
                                      "to every node)." % (node["name"], image_ref), node["name"],
-                                     "image %s" % image_ref, "present", "absent"))
+                                     "image %s" % image_ref, "present", "absent", stage="image"))
         else:
             ids.setdefault(image_id, []).append(node["name"])
     if len(ids) > 1:
@@ -44,7 +48,7 @@ def _image_problems(nodes, image_ref):
         problems.append(_problem("the image %s has different IDs across nodes (%s). Fix: run the image stage: it "
                                  "ships one image with docker save | docker load; never rebuild it per node." % (
                                      image_ref, found), "all", "image %s ID" % image_ref, "the same on every node",
-                                 found))
+                                 found, stage="image"))
     return problems, ids
 
 
@@ -146,7 +150,7 @@ def check(nodes, shape, settings):
                     "running, no consent", consent=True))
     # A consent problem is what a start would do, not a cause: in the doctor the causes are the rows (the rank
     # that does not run its spec is the serving group's row), and the rest of the stage is not checked.
-    causes = [{k: p[k] for k in ("node", "setting", "expected", "found", "fix")} for p in problems
+    causes = [{k: p[k] for k in ("node", "stage", "setting", "expected", "found", "fix") if k in p} for p in problems
               if not p["consent"]]
     plan = {"start": start, "replacing": replacing, "image_ids": ids, "unchecked": unchecked, "causes": causes,
             "consent_needed": [p["text"] for p in problems if p["consent"]]}

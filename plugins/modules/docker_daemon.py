@@ -13,6 +13,8 @@ description:
   - When the engine does not answer, fails with a message naming the node and the fix ("docker is not running on
     dgx4 ... systemctl start docker") and one finding on the host baseline's row of the unit, so the doctor shows
     one row for it whichever stage met it. The image and serve stages run it before any Docker call.
+  - With O(images), reads each of them from the engine in the same call (C(GET /images/{name}/json)), so a stage
+    learns that Docker answers and what it holds under a tag or an ID in one round trip.
   - Changes nothing. The host baseline enables and starts the unit (O(unit) in C(host_baseline_container_units)).
 options:
   node:
@@ -28,9 +30,15 @@ options:
     type: path
     default: /var/run/docker.sock
   timeout:
-    description: Seconds the ping may take.
+    description: Seconds the ping, and each image read, may take.
     type: float
     default: 5
+  images:
+    description: Image names (tags) or IDs to read once the engine answers; a name it does not hold is left out of
+      RV(images).
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full
@@ -60,6 +68,12 @@ unit_state:
   description: The unit's C(UnitFileState, ActiveState).
   returned: always
   type: str
+images:
+  description: The images found under O(images), in that order (one per name found, as
+    M(community.docker.docker_image_info) lists them), each with C(Id), C(RepoTags) and C(Config.Labels).
+  returned: always
+  type: list
+  elements: dict
 findings:
   description: The doctor's row when the engine does not answer (stage host_baseline, setting the unit).
   returned: always
@@ -85,6 +99,7 @@ MODULE_SPEC = dict(argument_spec={
     "unit": {"type": "str", "default": "docker.service"},
     "socket": {"type": "path", "default": "/var/run/docker.sock"},
     "timeout": {"type": "float", "default": 5},
+    "images": {"type": "list", "elements": "str", "default": []},
 }, supports_check_mode=True)
 
 
@@ -94,9 +109,17 @@ def run(module):
     state = unit_state(module, p["unit"])
     msg, findings = docker_daemon.verdict(p["node"], p["unit"], state, answering, seen)
     result = {"changed": False, "answering": answering, "unit_state": docker_daemon.describe(state),
-              "findings": findings}
+              "findings": findings, "images": []}
     if msg:
         module.fail_json(msg=msg, **result)
+    for ref in p["images"]:
+        try:
+            found = docker_daemon.image(p["socket"], ref, p["timeout"])
+        except (OSError, ValueError) as exc:
+            module.fail_json(msg="%s: docker answers its ping but not a read of %s (%s). Fix: systemctl restart "
+                                 "docker on %s" % (p["node"], ref, exc, p["node"]), **result)
+        if found is not None:
+            result["images"].append(found)
     module.exit_json(**result)
 
 

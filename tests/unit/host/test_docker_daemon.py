@@ -58,6 +58,29 @@ def test_a_stopped_engine_a_dead_socket_and_a_wedged_one_are_each_named(tmp_path
         server.close()
 
 
+def test_an_image_read_names_what_the_tag_or_id_holds_and_nothing_for_an_absent_one(tmp_path):
+    """One read of the engine per name (the image stage's tag, then the ID): the three fields the stage reads."""
+    body = (b'{"Id": "sha256:aa", "RepoTags": ["ds41f-lab:lab-1"], "Size": 1, '
+            b'"Config": {"Labels": {"ds41f.input-hash": "h1"}, "Env": ["A=1"]}}')
+    server = serve_once(tmp_path / "found.sock", b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + body)
+    try:
+        assert docker_daemon.image(str(tmp_path / "found.sock"), "ds41f-lab:lab-1", 2) == {
+            "Id": "sha256:aa", "RepoTags": ["ds41f-lab:lab-1"], "Config": {"Labels": {"ds41f.input-hash": "h1"}}}
+    finally:
+        server.close()
+    server = serve_once(tmp_path / "absent.sock", b'HTTP/1.0 404 Not Found\r\n\r\n{"message": "No such image"}')
+    try:
+        assert docker_daemon.image(str(tmp_path / "absent.sock"), "sha256:bb", 2) is None
+    finally:
+        server.close()
+    server = serve_once(tmp_path / "broken.sock", b'HTTP/1.0 500 Internal Server Error\r\n\r\n{"message": "boom"}')
+    try:
+        with pytest.raises(OSError, match="answered 500"):
+            docker_daemon.image(str(tmp_path / "broken.sock"), "x:1", 2)
+    finally:
+        server.close()
+
+
 STOPPED = {"UnitFileState": "enabled", "ActiveState": "inactive"}
 
 

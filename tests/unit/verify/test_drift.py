@@ -65,6 +65,24 @@ def test_an_object_two_stages_keep_is_one_row_the_first_stages():
     assert len(drift.dedupe(rows + [other])) == 2  # another node's is its own row
 
 
+def test_an_image_or_checkpoint_that_differs_across_nodes_folds_into_the_node_that_is_wrong():
+    """A tag removed on dgx3: the image stage names dgx3, so the live check's 'image_id the same on every node' is
+    its echo. Without a node row (nothing names why), the cross-node row is the finding; another stage's stays."""
+    spread = drift.row("all", "image", "image_id", drift.ACROSS_NODES, "'sha256:a' on dgx1, dgx2; None on dgx3",
+                       "run the image stage")
+    tag = drift.row("dgx3", "image", "image ds41f-lab:lab-1", "sha256:a", "absent", "tag it")
+    assert drift.dedupe([spread, tag]) == [tag]
+    assert drift.dedupe([spread]) == [spread]
+    preflight = drift.row("all", "image", "image ds41f-lab:lab-1 ID", drift.ACROSS_NODES, "707b on dgx1; f629 on dgx2",
+                          "run the image stage")  # the serve preflight's view of the same copies
+    assert drift.dedupe([spread, preflight, tag]) == [tag]
+    assert drift.dedupe([spread, preflight]) == [spread]
+    kernel = drift.row("all", "site_config", "kernel", drift.ACROSS_NODES, "'a' on dgx1; 'b' on dgx2", "boot")
+    shard = drift.row("dgx2", "model", "model-00001.safetensors", "sha256 x", "sha256 y", "ds41f run model")
+    digest = drift.row("all", "model", "manifest_digest", drift.ACROSS_NODES, "'x' on dgx1; 'y' on dgx2", "run")
+    assert drift.dedupe([kernel, tag, spread, shard, digest]) == [kernel, shard, tag]  # sorted by node
+
+
 def test_counts_status_and_table():
     rows = [drift.row("dgx2", "fabric", "enp1s0f1np1 mtu", 9000, 1500, "ip link set", path="10.12.1.0/24"),
             drift.row("all", "image", "image_id", "same", "a on dgx1; b on dgx2", "run image"),

@@ -146,6 +146,18 @@ def test_alignment_names_the_stage_that_fixes_it_and_ignores_readings_nobody_has
     assert "dgx3" in found[0]["found"]
 
 
+def test_an_image_not_read_on_one_node_is_unknown_not_different(cluster):
+    """Docker down on dgx3 (its row is the host baseline's): its image ID is not read, and the two it read agree."""
+    hosts = healthy(cluster)
+    for name, image in (("dgx1", "sha256:a"), ("dgx2", "sha256:a"), ("dgx3", None)):
+        hosts[name]["live"]["image_id"] = image
+    assert evaluate(cluster, hosts) == []
+    hosts["dgx2"]["live"]["image_id"] = "sha256:b"
+    assert [f["setting"] for f in evaluate(cluster, hosts)] == ["image_id"]
+    hosts["dgx1"]["node"]["kernel"] = "6.18"  # a node fact still compares every node
+    assert sorted(f["setting"] for f in evaluate(cluster, hosts)) == ["image_id", "kernel"]
+
+
 def test_gpu_latch_needs_a_serving_container(cluster):
     hosts = healthy(cluster)
     gpus = [{"index": 0, "name": "NVIDIA GB10", "sm_mhz": 702, "max_sm_mhz": 3003, "utilization": 97,
