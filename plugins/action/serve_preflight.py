@@ -46,13 +46,14 @@ class ActionModule(ActionBase):
         result.update(changed=False, problems=problems, **plan)
         result["drift"] = plan["causes"]  # each cause as the doctor's row, on its node
         if problems:
-            # The rest of the stage (guard, start or keep, readiness, smoke) is not checked past a refusal.
+            # Past a refusal the guard, the API key file and the watchdog files are still compared (their call
+            # does not depend on the verdict); starting or keeping the engine, readiness and smoke are not checked.
             reason = "the serve preflight refuses: %s" % (
                 "; ".join("%s %s is %s" % (c["node"], c["setting"], c["found"]) for c in plan["causes"][:2])
                 if plan["causes"] else "a start would replace the running engines on %s without consent (a rank "
                 "does not run its launch spec: see the serving group's rows)" % ", ".join(plan["replacing"]))
-            result["skipped_checks"] = [{"node": n["name"], "check": "serve stage past its preflight (guard arming, "
-                                         "start or keep, readiness, smoke)", "reason": reason} for n in nodes]
+            check = "serve stage past its preflight (start or keep, readiness, boot-log markers, smoke request)"
+            result["skipped_checks"] = [{"node": n["name"], "check": check, "reason": reason} for n in nodes]
             result.update(failed=True, msg="serve preflight refuses to start (%d problem%s):\n%s" % (
                 len(problems), "" if len(problems) == 1 else "s", "\n".join("  - %s" % p for p in problems)))
         elif plan["start"]:

@@ -40,10 +40,13 @@ class Plan:
     def check_mode(self):
         return self.module.check_mode
 
-    def change(self, setting, expected, found, action, apply=None, fix=None):
-        """Record one difference and the action that removes it; run ``apply`` unless in check mode."""
-        self.drift.append({"setting": setting, "expected": expected, "found": found,
-                           "fix": fix or action})
+    def change(self, setting, expected, found, action, apply=None, fix=None, row=True):
+        """Record one difference and the action that removes it; run ``apply`` unless in check mode. ``row=False``:
+        bookkeeping that only goes with the changes beside it (a record of the prior states they replace), so its
+        action and diff, and no drift row of its own (the changes' rows are the causes)."""
+        if row:
+            self.drift.append({"setting": setting, "expected": expected, "found": found,
+                               "fix": fix or action})
         self.diffs.append({"before_header": setting, "after_header": setting,
                            "before": _text(found), "after": _text(expected)})
         self.actions.append(action)

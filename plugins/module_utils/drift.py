@@ -22,6 +22,8 @@ import json
 import os
 import time
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.fabric_check import NO_NEIGHBOUR
+
 SEVERITIES = ("error", "warn")
 COLUMNS = ("node", "stage", "setting", "expected", "found", "fix")
 REPORT_DIR_ENV = "DS41F_REPORT_DIR"
@@ -298,17 +300,39 @@ def _drop_spread_echoes(rows):
     return out
 
 
+# The serve preflight's view of the fabric check: one row per node whose check fails. The check's own rows name
+# each path's cause, so where any is in the table that view is their echo, not a cause of its own.
+FABRIC_VERDICT = "fabric check"
+
+
+def _drop_fabric_verdicts(rows):
+    if any(r.get("path") for r in rows):
+        return [r for r in rows if r["setting"] != FABRIC_VERDICT]
+    return rows
+
+
+# A cable check hears its far end through that node's lldpd: with lldpd not running there, every cable to it that
+# hears no neighbour is the echo of that node's lldpd row.
+LLDP_UNITS = ("lldpd", "lldpd.service")
+
+
+def _drop_lldp_echoes(rows):
+    silent = {r["node"] for r in rows if r["setting"] in LLDP_UNITS}
+    return [r for r in rows if not (r["found"] == NO_NEIGHBOUR and r["expected"].split(" ")[0] in silent)]
+
+
 def dedupe(rows, ends=None):
     """The table's rows: one per finding, errors first, then by node.
 
     A finding reported twice (by a stage in check mode and by a live check, with or without the node name in
     front of the setting, or by two stages that both keep the object, as /etc/ds41f) is one row, the first
-    stage's; a fabric path's echoes fold into its cause (``ends`` as in ``attach_paths``), an image or checkpoint
-    that differs across nodes folds into the rows naming the nodes whose copy is wrong, and a row whose found is
-    its expected (a record that would only be rewritten) is no drift at all."""
+    stage's; a fabric path's echoes (the serve preflight's fabric verdict, the cables to a node whose lldpd is
+    not running, among them) fold into its cause (``ends`` as in ``attach_paths``), an image or checkpoint that
+    differs across nodes folds into the rows naming the nodes whose copy is wrong, and a row whose found is its
+    expected (a record that would only be rewritten) is no drift at all."""
     ends = ends or {}
-    rows = _drop_spread_echoes([r for r in rows if r["expected"] != r["found"]])
-    rows = _consolidate_paths(attach_paths([dict(r) for r in rows], ends), ends)
+    rows = _drop_lldp_echoes(_drop_spread_echoes([r for r in rows if r["expected"] != r["found"]]))
+    rows = _consolidate_paths(_drop_fabric_verdicts(attach_paths([dict(r) for r in rows], ends)), ends)
     seen, out = set(), []
     for r in rows:
         key = (r["node"], _subject(r), r["found"])

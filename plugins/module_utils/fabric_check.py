@@ -57,6 +57,10 @@ def port_of(netdev):
     return None
 
 
+# What a cable check finds when its far end sends no LLDP frame (the doctor folds it into the far end's lldpd row).
+NO_NEIGHBOUR = "no LLDP neighbour"
+
+
 def _row(node, netdev, check, peer, expected, found, status, message):
     return dict(zip(COLUMNS, (node, netdev, check, peer, expected, found, status, message), strict=True))
 
@@ -99,7 +103,7 @@ def cable_row(node, link, neighbour, lldp_running):
         if not lldp_running:
             return _row(node, netdev, "cable", link["peer"], expected, "unknown", "skipped",
                         "LLDP is not running on %s, so the far end is unknown" % node)
-        return _row(node, netdev, "cable", link["peer"], expected, "no LLDP neighbour", "warn",
+        return _row(node, netdev, "cable", link["peer"], expected, NO_NEIGHBOUR, "warn",
                     "%s %s hears no LLDP neighbour (no carrier, or lldpd is not running on the far end)" % (
                         node, netdev))
     found = "%s %s" % (neighbour.get("name") or neighbour.get("mac") or "?", neighbour.get("port") or "?")

@@ -11,6 +11,8 @@ its spec: the stage then only re-checks readiness.
 
 from __future__ import annotations
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.drift import FABRIC_VERDICT
+
 
 def short(image_id):
     return (image_id or "?").replace("sha256:", "")[:12]
@@ -78,7 +80,7 @@ def check(nodes, shape, settings):
         if fabric is not None and not fabric.get("ok"):
             problems.append(_problem("%s: the fabric check fails (%s). Fix: run the fabric stage and fix what its "
                                      "check names." % (node["name"], fabric.get("message") or "no detail"),
-                                     node["name"], "fabric check", "every path passes",
+                                     node["name"], FABRIC_VERDICT, "every path passes",
                                      fabric.get("message") or "no detail"))
         model = serve.get("model") or {}
         if not model.get("verified"):

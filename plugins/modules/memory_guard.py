@@ -12,8 +12,11 @@ description:
   - The serve stage's memory guard (a small program run by a systemd unit) kills the engine container when the
     node's MemAvailable falls below a threshold. This module arms it for one phase in one call.
   - Writes O(path) with O(content) (mode C(0644), root) when it differs.
-  - (Re)starts O(unit) when the config changed, when the unit is not active, or with O(rearm), after a
+  - (Re)starts O(unit) when the config changed, when the unit is not active, when one of O(restart_after) was
+    written after the unit started (or systemd holds an older copy of the unit file), or with O(rearm), after a
     C(systemctl daemon-reload) so that a changed unit file applies.
+  - The restart follows the files on the node, not the run that wrote them, so a run cut off between writing the
+    guard's program and restarting it is finished by the next one.
   - Then waits up to O(wait) seconds for the guard's first sample in O(state_file), written by this start of the
     guard (its C(armed) time), and fails naming the unit when none comes.
   - In check mode a config that differs is reported (a drift row and a diff); a restart is the consequence of that
@@ -35,6 +38,14 @@ options:
     description: The file where the guard writes its samples (C(armed), C(samples)).
     type: path
     required: true
+  restart_after:
+    description:
+      - The files the guard runs (its program, the modules it imports, its unit file). One whose modification
+        time is after the unit's last start means the running guard is an older one, and it is restarted.
+      - Read outside check mode only; in check mode the files' own drift is what the doctor reports.
+    type: list
+    elements: path
+    default: []
   rearm:
     description: Restart the guard even when its config is unchanged and it is active (a new phase begins).
     type: bool
@@ -52,7 +63,8 @@ attributes:
     description: The config before and after.
   idempotent:
     support: full
-    description: With O(rearm=false), a second run finds the config as given and the guard active, and does nothing.
+    description: With O(rearm=false), a second run finds the config as given and the guard active and no newer
+      than its files, and does nothing.
 author:
   - ds41f maintainers (!UNKNOWN)
 """
@@ -65,6 +77,7 @@ EXAMPLES = r"""
       'state_file': '/run/ds41f/memguard.json'} | to_nice_json(sort_keys=true) }}\n"
     unit: ds41f-memguard.service
     state_file: /run/ds41f/memguard.json
+    restart_after: [/usr/local/lib/ds41f/ds41f-memguard.py, /etc/systemd/system/ds41f-memguard.service]
     rearm: true
 """
 
@@ -91,6 +104,7 @@ armed:
 """
 
 import json
+import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -120,6 +134,7 @@ MODULE_SPEC = dict(
         "content": {"type": "str", "required": True},
         "unit": {"type": "str", "required": True},
         "state_file": {"type": "path", "required": True},
+        "restart_after": {"type": "list", "elements": "path", "default": []},
         "rearm": {"type": "bool", "default": False},
         "wait": {"type": "int", "default": 30},
     },
@@ -134,6 +149,29 @@ def systemctl(module, host, *argv):
     return out.strip()
 
 
+def older_than_its_files(host, unit, paths):
+    """Why the running unit is older than what it runs: the first of ``paths`` written after its start (or systemd
+    holding an older unit file), else None."""
+    rc, out, _ = host.run(["systemctl", "show", "-p", "NeedDaemonReload", "-p", "ActiveEnterTimestampMonotonic",
+                           unit])
+    shown = dict(line.split("=", 1) for line in out.splitlines() if "=" in line) if rc == 0 else {}
+    if shown.get("NeedDaemonReload") == "yes":
+        return "its unit file changed on disk"
+    started = int(shown.get("ActiveEnterTimestampMonotonic") or 0) / 1e6
+    if not started:  # no start time to judge by (an older systemd, or no answer): the files do not decide
+        return None
+    # A file's time on the monotonic clock systemd keeps: the two clocks read together, moments apart.
+    offset = time.time() - time.monotonic()
+    for path in paths:
+        try:
+            written = os.stat(host.path(path)).st_mtime - offset
+        except OSError:
+            continue
+        if written > started:
+            return "%s was written after it started" % path
+    return None
+
+
 def run(module):
     p = module.params
     host = module_host(module)
@@ -146,11 +184,14 @@ def run(module):
     plan.manages("unit", p["unit"], policy="running")
     active = systemctl(module, host, "is-active", p["unit"]) or "unknown"
     armed = False
-    if (plan.actions or active != "active" or p["rearm"]) and not module.check_mode:
+    stale = None
+    if active == "active" and not (plan.actions or p["rearm"] or module.check_mode):
+        stale = older_than_its_files(host, p["unit"], p["restart_after"])
+    if (plan.actions or active != "active" or p["rearm"] or stale) and not module.check_mode:
         since = time.time() - 1  # the guard's clock is this node's: a second for rounding
         systemctl(module, host, "daemon-reload")
         systemctl(module, host, "restart", p["unit"])
-        plan.actions.append("restart %s" % p["unit"])
+        plan.actions.append("restart %s" % p["unit"] + (" (%s)" % stale if stale else ""))
         armed = True
         if p["wait"] > 0 and first_sample(host, p["state_file"], since, p["wait"]) is None:
             module.fail_json(msg="%s: no sample in %s within %d s of its start. Fix: journalctl --unit %s on this "

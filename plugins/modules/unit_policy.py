@@ -244,7 +244,7 @@ def run(module):
         after = json.dumps(record, indent=2, sort_keys=True)
         if changes and after != before:  # the prior states are on disk before anything changes
             plan.change(p["record"], after, before, "record prior states in %s" % p["record"],
-                        lambda: save_record(p["record"], record))
+                        lambda: save_record(p["record"], record), row=False)
         for change in changes:
             plan.change(*change)
     else:

@@ -87,6 +87,21 @@ def test_masking_an_active_unit_stops_it_too():
     assert record["units"]["ssh.service"] == {"file": "enabled", "active": True}
 
 
+def test_the_record_of_prior_states_goes_with_the_unit_change_in_the_diff_and_is_no_row_of_its_own(tmp_path):
+    """lldpd stopped on a node whose record was never written (nothing was changed there before): the doctor's row
+    is the unit; writing its prior state first is part of that fix, not a second cause."""
+    record = tmp_path / "units.json"
+    module = FakeModule({"default_target": None, "enable": [], "disable": ["lldpd.service"], "mask": [],
+                         "record": str(record), "state": "present"}, RECORDED)
+    result = {}
+    module.exit_json = result.update
+    unit_policy.run(module)
+    assert [row["setting"] for row in result["drift"]] == ["lldpd.service"]
+    assert result["actions"] == ["record prior states in %s" % record, "systemctl disable --now lldpd.service"]
+    assert [d["before_header"] for d in result["diff"]] == [str(record), "lldpd.service"]
+    assert not record.exists()  # check mode
+
+
 @pytest.mark.parametrize("name, value", [("nvme-get-feature-8-dgx-os-default.txt", 0x107),
                                          ("nvme-get-feature-8-off.txt", 0)])
 def test_nvme_interrupt_coalescing_value(name, value):

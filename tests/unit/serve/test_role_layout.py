@@ -1,5 +1,5 @@
 """roles/serve reads in one sitting: only tasks/main.yml includes task files (one level), no include name is
-templated, every task file is used, and the memory guard is armed by its module alone (no task file of its own)."""
+templated, every task file is used, and the memory guard is armed by its module alone (no systemctl tasks)."""
 
 from pathlib import Path
 
@@ -60,8 +60,18 @@ def test_every_task_file_is_used_and_every_used_file_exists():
     assert used == files
 
 
-def test_the_guard_is_armed_by_its_module_in_every_phase():
-    arms = [(path.name, task["name"]) for path in sorted(TASKS.glob("*.yml"))
-            for task in tasks_of(yaml.safe_load(path.read_text())) if "dgxspark.ds41f.memory_guard" in task]
-    assert {f for f, _ in arms} == {"main.yml", "start.yml", "failed.yml"}
+def arms_of(task):
+    """The memory_guard calls of a task: the task itself, or its node_steps steps that run memory_guard."""
+    if "dgxspark.ds41f.memory_guard" in task:
+        return [task["dgxspark.ds41f.memory_guard"]]
+    steps = (task.get("dgxspark.ds41f.node_steps") or {}).get("steps") or []
+    return [step["args"] for step in steps if step.get("module") == "memory_guard"]
+
+
+def test_the_guard_is_armed_by_its_module_in_every_phase_and_every_call_names_the_files_it_runs():
+    arms = [(path.name, args) for path in sorted(TASKS.glob("*.yml"))
+            for task in tasks_of(yaml.safe_load(path.read_text())) for args in arms_of(task)]
+    assert {f for f, _ in arms} == {"guard_and_key.yml", "start.yml", "failed.yml"}
+    assert len(arms) == 5
+    assert [f for f, args in arms if args.get("restart_after") != "{{ serve__guard_runs }}"] == []
     assert not (TASKS / "guard.yml").exists()

@@ -36,8 +36,8 @@ def test_every_variable_the_recipe_sets_is_declared_by_a_role():
 def test_the_collection_s_own_internal_names_are_known():
     internal = validation.internal_names()
     # facts modules return, set_fact names, registered results and role vars, all read from the collection
-    for name in ("ds41f_node", "ds41f_serve", "ds41f_qualify", "serve_spec", "fabric_check", "model_installed",
-                 "image_installed", "kernel_boot", "host_baseline_reboot_required", "verify_checks", "serve__release",
+    for name in ("ds41f_node", "ds41f_serve", "ds41f_qualify", "serve_spec", "fabric_check", "image_installed",
+                 "kernel_boot", "host_baseline_reboot_required", "verify_checks", "serve__release",
                  "ds41f_recipe_files"):
         assert name in internal, name
     ours = sorted(n for n in internal if known_vars.looks_like_ours(n))

@@ -83,6 +83,37 @@ def test_an_image_or_checkpoint_that_differs_across_nodes_folds_into_the_node_th
     assert drift.dedupe([kernel, tag, spread, shard, digest]) == [kernel, shard, tag]  # sorted by node
 
 
+def test_the_serve_preflight_s_fabric_verdict_folds_into_the_fabric_check_s_rows():
+    """An MTU set to 1500 at dgx2's end: the fabric stage names that end, the far end's failed ping is its echo, and
+    the serve preflight's 'fabric check' row on each node (its refusal) repeats them. Without a fabric row (the
+    serve stage run alone, its own read not in the table) the verdict is the only evidence and stays."""
+    ends = {("dgx2", "enp1s0f0np0"): "10.23.1.0/24", ("dgx3", "enp1s0f1np1"): "10.23.1.0/24"}
+    mtu = drift.row("dgx2", "fabric", "dgx2 enp1s0f0np0 mtu", 9000, 1500, "ip link set dev enp1s0f0np0 mtu 9000")
+    ping = drift.row("dgx3", "fabric", "enp1s0f1np1 ping 10.23.1.2 size 8972", "reply", "no reply", "check the path")
+    verdicts = [drift.row(node, "serve", drift.FABRIC_VERDICT, "every path passes", found, "run the fabric stage")
+                for node, found in (("dgx2", "dgx2 enp1s0f0np0 MTU 1500 (expected 9000)"),
+                                    ("dgx3", "no 9000-byte reply from dgx2 10.23.1.2 over dgx3 enp1s0f1np1"))]
+    key = drift.row("dgx1", "serve", "/etc/ds41f/serve/api-key.env attributes", "0600", "0644", "chmod 0600")
+    assert [r["setting"] for r in drift.dedupe([mtu, ping, key] + verdicts, ends)] == [
+        "/etc/ds41f/serve/api-key.env attributes", "dgx2 enp1s0f0np0 mtu"]
+    assert [r["node"] for r in drift.dedupe(verdicts + [key], ends)] == ["dgx1", "dgx2", "dgx3"]
+
+
+def test_cables_to_a_node_whose_lldpd_is_stopped_fold_into_its_lldpd_row():
+    """lldpd stopped on dgx2 (the mutation test's trial): dgx1 and dgx3 hear no neighbour on their cables to it.
+    Those are echoes; a cable to a node whose lldpd runs that hears nothing is a finding of its own."""
+    from ansible_collections.dgxspark.ds41f.plugins.module_utils.fabric_check import NO_NEIGHBOUR
+    unit = drift.row("dgx2", "fabric", "lldpd", "enabled, active", "enabled, failed", "systemctl enable --now lldpd")
+    echoes = [drift.row(node, "fabric", "%s %s cable -> dgx2" % (node, netdev), "dgx2 %s" % far, NO_NEIGHBOUR,
+                        "%s %s hears no LLDP neighbour" % (node, netdev), path=path)
+              for node, netdev, far, path in (("dgx1", "enp1s0f0np0", "enp1s0f1np1", "10.12.1.0/24"),
+                                              ("dgx3", "enp1s0f1np1", "enp1s0f0np0", "10.23.1.0/24"))]
+    other = drift.row("dgx4", "fabric", "dgx4 enp1s0f0np0 cable -> dgx1", "dgx1 enp1s0f1np1", NO_NEIGHBOUR, "look",
+                      path="10.14.1.0/24")
+    assert drift.dedupe([unit] + echoes + [other]) == [unit, other]
+    assert len(drift.dedupe(echoes)) == 2
+
+
 def test_counts_status_and_table():
     rows = [drift.row("dgx2", "fabric", "enp1s0f1np1 mtu", 9000, 1500, "ip link set", path="10.12.1.0/24"),
             drift.row("all", "image", "image_id", "same", "a on dgx1; b on dgx2", "run image"),
