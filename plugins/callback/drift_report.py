@@ -227,10 +227,15 @@ class CallbackModule(CallbackBase):
         self._display.display(drift.table(rows), color="red" if drift.counts(rows)["error"] else "green")
         for line in drift.not_checked_lines(self.skipped):
             self._display.display(line)
-        hosts, failed = self._stats_hosts, self._stats_failed
+        failed = self._stats_failed
         self._display.display("%d plays, %d nodes%s in %.0f s; report: %s" % (
-            self.plays, len(hosts), " (%s failed)" % ", ".join(failed) if failed else "",
+            self.plays, len(self._nodes()), " (%s failed)" % ", ".join(failed) if failed else "",
             time.monotonic() - self.started, ", ".join(written)))
+
+    def _nodes(self):
+        """The cluster's nodes the run processed: the controller's own plays (the validation) run on localhost,
+        which is none of them."""
+        return [h for h in getattr(self, "_stats_hosts", None) or [] if h not in ("localhost", "127.0.0.1")]
 
     def _report_dir(self):
         return self.get_option("report_dir") or drift.report_dir()
@@ -257,10 +262,8 @@ class CallbackModule(CallbackBase):
     def _textfile(self, directory, rows):
         """The verdict in Prometheus text format: doctor.prom beside the report, and in node_exporter's textfile
         folder when DS41F_TEXTFILE_DIR names one (docs/stages/verify.md)."""
-        # The cluster's nodes (the controller's own plays run on localhost, which is none of them).
-        processed = [h for h in getattr(self, "_stats_hosts", None) or [] if h not in ("localhost", "127.0.0.1")]
         dark = getattr(self, "_stats_dark", None) or []
-        text = textfile.render(textfile.doctor_metrics(drift.counts(rows), len(processed), len(dark), time.time()))
+        text = textfile.render(textfile.doctor_metrics(drift.counts(rows), len(self._nodes()), len(dark), time.time()))
         written = [textfile.write(directory, "doctor.prom", text)]
         if os.environ.get("DS41F_TEXTFILE_DIR"):
             written.append(textfile.write(os.environ["DS41F_TEXTFILE_DIR"], "ds41f_doctor.prom", text))

@@ -311,6 +311,18 @@ def _drop_fabric_verdicts(rows):
     return rows
 
 
+# The serve preflight's view of a node's checkpoint ("checkpoint <dir>": not verified). It reads what the model
+# stage writes there (/etc/ds41f/model.json, config.json), so where the model stage has a row on that node, that row
+# is the cause and this its echo.
+CHECKPOINT_VERDICT = "checkpoint"
+
+
+def _drop_checkpoint_verdicts(rows):
+    modelled = {r["node"] for r in rows if r["stage"] == "model"}
+    return [r for r in rows if not (r["stage"] == "serve" and r["node"] in modelled
+                                    and r["setting"].startswith(CHECKPOINT_VERDICT + " "))]
+
+
 # A cable check hears its far end through that node's lldpd: with lldpd not running there, every cable to it that
 # hears no neighbour is the echo of that node's lldpd row.
 LLDP_UNITS = ("lldpd", "lldpd.service")
@@ -328,10 +340,12 @@ def dedupe(rows, ends=None):
     front of the setting, or by two stages that both keep the object, as /etc/ds41f) is one row, the first
     stage's; a fabric path's echoes (the serve preflight's fabric verdict, the cables to a node whose lldpd is
     not running, among them) fold into its cause (``ends`` as in ``attach_paths``), an image or checkpoint that
-    differs across nodes folds into the rows naming the nodes whose copy is wrong, and a row whose found is its
-    expected (a record that would only be rewritten) is no drift at all."""
+    differs across nodes folds into the rows naming the nodes whose copy is wrong, the serve preflight's view of a
+    node's checkpoint folds into the model stage's rows on that node, and a row whose found is its expected (a
+    record that would only be rewritten) is no drift at all."""
     ends = ends or {}
-    rows = _drop_lldp_echoes(_drop_spread_echoes([r for r in rows if r["expected"] != r["found"]]))
+    rows = _drop_checkpoint_verdicts(_drop_lldp_echoes(_drop_spread_echoes(
+        [r for r in rows if r["expected"] != r["found"]])))
     rows = _consolidate_paths(_drop_fabric_verdicts(attach_paths([dict(r) for r in rows], ends)), ends)
     seen, out = set(), []
     for r in rows:

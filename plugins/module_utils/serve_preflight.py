@@ -11,7 +11,7 @@ its spec: the stage then only re-checks readiness.
 
 from __future__ import annotations
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils.drift import FABRIC_VERDICT
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.drift import CHECKPOINT_VERDICT, FABRIC_VERDICT
 
 
 def short(image_id):
@@ -89,7 +89,7 @@ def check(nodes, shape, settings):
             else:
                 what = "%s names %s" % (model.get("info"), model.get("info_path") or "no verified checkpoint")
             problems.append(_problem("%s: the model at %s is not verified (%s). Fix: run the model stage." % (
-                node["name"], model.get("dir"), what), node["name"], "checkpoint %s" % model.get("dir"),
+                node["name"], model.get("dir"), what), node["name"], "%s %s" % (CHECKPOINT_VERDICT, model.get("dir")),
                 "verified", what))
         for path in serve.get("env_files_missing") or []:
             problems.append(_problem("%s: the env file %s is missing. Fix: run the fabric stage (it writes the NCCL "

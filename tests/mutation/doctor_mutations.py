@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import shlex
 import subprocess
 import sys
@@ -151,8 +152,11 @@ class Lab:
 
 
 def names(row, obj):
-    return row.get("node") == obj["node"] and obj["name"] in " ".join(
-        str(row.get(k) or "") for k in ("setting", "found"))
+    """The row is on the object's node and names it whole: /etc/ds41f is not named by a row on /etc/ds41f/model.json
+    (a set may change both), nor kernel.panic by one on kernel.panic_on_oops."""
+    whole = r"(?<![\w/])%s(?![\w/])" % re.escape(obj["name"])
+    return row.get("node") == obj["node"] and re.search(whole, " ".join(
+        str(row.get(k) or "") for k in ("setting", "found"))) is not None
 
 
 def generic(row):

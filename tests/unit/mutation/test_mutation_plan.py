@@ -44,6 +44,14 @@ def test_a_row_names_an_object_only_on_its_node_by_setting_or_found():
     assert dm.names(row, LINK)
     assert not dm.names(dict(row, node="dgx2"), LINK)
     assert not dm.names(row, dict(LINK, name="enp1s0f1np1"))
+    folder = {"node": "dgx1", "kind": "directory", "name": "/etc/ds41f"}
+    assert dm.names({"node": "dgx1", "setting": "/etc/ds41f attributes", "found": "folder 0666"}, folder)
+    assert not dm.names({"node": "dgx1", "setting": "/etc/ds41f/model.json", "found": "absent"}, folder)
+    assert not dm.names({"node": "dgx4", "setting": "kernel.panic_on_oops", "found": "0"},
+                        dict(SYSCTL, name="kernel.panic"))
+    assert dm.names({"node": "dgx4", "setting": "sysctl net.core.somaxconn", "found": "1024"}, SYSCTL)
+    assert dm.names({"node": "dgx1", "setting": "lldpd.service", "found": "inactive"}, dict(UNIT, name="lldpd"))
+    assert not dm.names({"node": "dgx1", "setting": "/etc/systemd/system/ds41f-memguard.service", "found": "x"}, UNIT)
 
 
 def test_the_fix_of_a_row_is_its_ds41f_run_command_else_its_stage():

@@ -11,24 +11,13 @@ import sys
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, TASK_FILES, tasks
 
 # The variables that hold the API key, or a result that holds it.
 SECRETS = re.compile(r"\b(serve_api_key_value|serve_api_key|day2_key|serve__api_key_read)\b")
-TASK_FILES = sorted(list((ROOT / "roles").glob("*/tasks/*.yml")) + list((ROOT / "playbooks").rglob("*.yml")))
 CONTROL = {"name", "when", "register", "tags", "loop", "loop_control", "delegate_to", "run_once", "changed_when",
            "failed_when", "check_mode", "become", "notify", "listen", "no_log", "ignore_errors", "until", "retries",
            "delay", "timeout", "block", "rescue", "always", "environment", "any_errors_fatal", "args"}
-
-
-def tasks(items):
-    for item in items or []:
-        if not isinstance(item, dict):
-            continue
-        if "hosts" not in item and not any("import_playbook" in k for k in item):  # a play is no task
-            yield item
-        for key in ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers"):
-            yield from tasks(item.get(key))
 
 
 def no_log_params(module):

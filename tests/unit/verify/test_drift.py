@@ -114,6 +114,18 @@ def test_cables_to_a_node_whose_lldpd_is_stopped_fold_into_its_lldpd_row():
     assert len(drift.dedupe(echoes)) == 2
 
 
+def test_the_serve_preflight_s_checkpoint_verdict_folds_into_the_model_stage_s_row_on_that_node():
+    """/etc/ds41f/model.json deleted on dgx1 (the mutation test's trial): the model stage names the file, and the
+    serve preflight, which reads that file, says dgx1's checkpoint is not verified. Where the model stage has no row
+    on a node (dgx2 here), the verdict is the only evidence and stays."""
+    info = drift.row("dgx1", "model", "/etc/ds41f/model.json", "present", "absent", "write /etc/ds41f/model.json")
+    verdicts = [drift.row(node, "serve", "%s /var/lib/ds41f/models/m/0" % drift.CHECKPOINT_VERDICT, "verified",
+                          "/etc/ds41f/model.json names no verified checkpoint", "run the model stage")
+                for node in ("dgx1", "dgx2")]
+    assert drift.dedupe([info] + verdicts) == [info, verdicts[1]]
+    assert drift.dedupe(verdicts) == verdicts
+
+
 def test_counts_status_and_table():
     rows = [drift.row("dgx2", "fabric", "enp1s0f1np1 mtu", 9000, 1500, "ip link set", path="10.12.1.0/24"),
             drift.row("all", "image", "image_id", "same", "a on dgx1; b on dgx2", "run image"),

@@ -46,6 +46,7 @@ def test_the_callback_writes_it_beside_the_report_and_into_the_textfile_folder(t
     # dgx3 silent; dgx1 ran the failing verdict (read all the same); localhost, the controller's plays, is no node
     cb._stats_hosts, cb._stats_failed = ["dgx1", "dgx2", "dgx3", "localhost"], ["dgx1", "dgx3"]
     cb._stats_dark = ["dgx3"]
+    assert cb._nodes() == ["dgx1", "dgx2", "dgx3"]  # what the summary line counts, too
     written = cb._textfile(str(tmp_path / "report"), [])
     assert written == [str(tmp_path / "report" / "doctor.prom"), str(tmp_path / "node-exporter" / "ds41f_doctor.prom")]
     found = families(Path(written[1]).read_text())
