@@ -94,7 +94,7 @@ def check(nodes, shape, settings):
         for path in serve.get("env_files_missing") or []:
             problems.append(_problem("%s: the env file %s is missing. Fix: run the fabric stage (it writes the NCCL "
                                      "environment), or set serve_nccl_env_file to ''." % (node["name"], path),
-                                     node["name"], "file %s" % path, "present", "absent"))
+                                     node["name"], path, "present", "absent"))
 
     image_problems, ids = _image_problems(nodes, settings["image"])
     problems += image_problems

@@ -141,3 +141,19 @@ def test_a_rollback_pins_the_image_id(recipe):
     c, nodes = fit_nodes(recipe, running=[n["spec"] for n in nodes])
     problems, plan = run(c, nodes, image_id=OTHER, replace=True)
     assert problems == [] and plan["start"]
+
+
+def test_a_missing_env_file_is_one_row_the_fabric_stage_s_which_writes_it(recipe):
+    """/etc/ds41f/nccl.env deleted on dgx2 (the mutation test's trial): the fabric stage, which writes it, names it,
+    and this preflight, which passes it to the container, names it by the same path. The doctor keeps one row, the
+    fabric stage's (its fix writes the file); the serve stage run alone still has its own."""
+    from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift
+
+    c, nodes = fit_nodes(recipe)
+    nodes[1]["serve"]["env_files_missing"] = ["/etc/ds41f/nccl.env"]
+    _, plan = run(c, nodes)
+    [cause] = plan["causes"]
+    preflight = drift.row(cause["node"], "serve", cause["setting"], cause["expected"], cause["found"], cause["fix"])
+    written = drift.row("dgx2", "fabric", "/etc/ds41f/nccl.env", "present", "absent", "write /etc/ds41f/nccl.env")
+    assert drift.dedupe([written, preflight]) == [written]
+    assert drift.dedupe([preflight]) == [preflight]
