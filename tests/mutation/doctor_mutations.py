@@ -152,11 +152,17 @@ class Lab:
 
 
 def names(row, obj):
-    """The row is on the object's node and names it whole: /etc/ds41f is not named by a row on /etc/ds41f/model.json
-    (a set may change both), nor kernel.panic by one on kernel.panic_on_oops."""
-    whole = r"(?<![\w/])%s(?![\w/])" % re.escape(obj["name"])
-    return row.get("node") == obj["node"] and re.search(whole, " ".join(
-        str(row.get(k) or "") for k in ("setting", "found"))) is not None
+    """The row names the object whole, on its node: /etc/ds41f is not named by a row on /etc/ds41f/model.json (a set
+    may change both), nor kernel.panic by one on kernel.panic_on_oops. A fabric path's row, on its first end, names
+    what it found at the far end as "<node> <netdev>: ..." (a set may change both ends of one cable)."""
+    text = " ".join(str(row.get(k) or "") for k in ("setting", "found"))
+
+    def whole(name):
+        return re.search(r"(?<![\w/])%s(?![\w/])" % re.escape(name), text) is not None
+
+    if row.get("node") == obj["node"]:
+        return whole(obj["name"])
+    return bool(row.get("path")) and whole("%s %s:" % (obj["node"], obj["name"]))
 
 
 def generic(row):

@@ -52,6 +52,15 @@ def test_a_row_names_an_object_only_on_its_node_by_setting_or_found():
     assert dm.names({"node": "dgx4", "setting": "sysctl net.core.somaxconn", "found": "1024"}, SYSCTL)
     assert dm.names({"node": "dgx1", "setting": "lldpd.service", "found": "inactive"}, dict(UNIT, name="lldpd"))
     assert not dm.names({"node": "dgx1", "setting": "/etc/systemd/system/ds41f-memguard.service", "found": "x"}, UNIT)
+    # One cable's two ends in one set (seed 4201): dgx3's link down, dgx2's address removed. The path's row is on
+    # dgx3 and says what dgx2's end shows; a row that is no path's does not name another node's objects.
+    path_row = {"node": "dgx3", "path": "10.23.1.0/24",
+                "setting": "enp1s0f1np1 link (cable dgx2 enp1s0f0np0 - dgx3 enp1s0f1np1)",
+                "found": "dgx2 enp1s0f0np0: address (absent); carrier down; dgx3 enp1s0f1np1: link down"}
+    assert dm.names(path_row, dict(LINK, node="dgx2", name="enp1s0f0np0"))
+    assert dm.names(path_row, dict(LINK, name="enp1s0f1np1"))
+    assert not dm.names(path_row, dict(LINK, node="dgx2", name="enp1s0f1np1"))
+    assert not dm.names(dict(path_row, path=None), dict(LINK, node="dgx2", name="enp1s0f0np0"))
 
 
 def test_the_fix_of_a_row_is_its_ds41f_run_command_else_its_stage():
