@@ -33,7 +33,10 @@ class ActionModule(ActionBase):
             reading = {"name": host, "rank": plain(hv.get("spark_rank")), "node": host_fact(hv, "ds41f_node"),
                        "serve": host_fact(hv, "ds41f_serve"), "spec": plain(hv.get("serve_spec")),
                        "fabric": plain(hv.get("serve_fabric_verdict")) if check_fabric else None}
-            if reading["serve"] is None or reading["spec"] is None:
+            read = plain(hv.get("serve__read")) or {}  # the role's read of this node in this run
+            if read.get("failed"):  # its facts, if any, are an older run's (the fact cache): judged as unread
+                reading["unread"] = (str(read.get("msg") or "").strip().splitlines() or ["its read failed"])[0][:200]
+            if (reading["serve"] is None and "unread" not in reading) or reading["spec"] is None:
                 missing.append(host)
             nodes.append(reading)
         if missing:
@@ -48,10 +51,14 @@ class ActionModule(ActionBase):
         if problems:
             # Past a refusal the guard, the API key file and the watchdog files are still compared (their call
             # does not depend on the verdict); starting or keeping the engine, readiness and smoke are not checked.
-            reason = "the serve preflight refuses: %s" % (
-                "; ".join("%s %s is %s" % (c["node"], c["setting"], c["found"]) for c in plan["causes"][:2])
-                if plan["causes"] else "a start would replace the running engines on %s without consent (a rank "
-                "does not run its launch spec: see the serving group's rows)" % ", ".join(plan["replacing"]))
+            if plan["causes"]:
+                why = "; ".join("%s %s is %s" % (c["node"], c["setting"], c["found"]) for c in plan["causes"][:2])
+            elif plan["unread"]:
+                why = "the serving state of %s was not read (that node's row names why)" % ", ".join(plan["unread"])
+            else:
+                why = ("a start would replace the running engines on %s without consent (a rank does not run its "
+                       "launch spec: see the serving group's rows)" % ", ".join(plan["replacing"]))
+            reason = "the serve preflight refuses: %s" % why
             check = "serve stage past its preflight (start or keep, readiness, boot-log markers, smoke request)"
             result["skipped_checks"] = [{"node": n["name"], "check": check, "reason": reason} for n in nodes]
             result.update(failed=True, msg="serve preflight refuses to start (%d problem%s):\n%s" % (

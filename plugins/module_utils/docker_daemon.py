@@ -34,6 +34,30 @@ def ping(path, timeout):
     return False, "%s answered %r" % (path, head.splitlines()[0] if head else "nothing")
 
 
+def unit_state(module, unit):
+    """The unit's UnitFileState and ActiveState (``systemctl show``), or {} where systemd is not there to ask."""
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl:
+        return {}
+    rc, out, _ = module.run_command([systemctl, "show", "--property=UnitFileState,ActiveState", "--", unit])
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line) if rc == 0 else {}
+
+
+def stopped(state):
+    """Why not to ask the engine anything, or None: its unit (``unit_state``) is stopped, and a look at a
+    socket-activated engine's socket (docker.socket) would start it - a reading must change nothing."""
+    if state and state.get("ActiveState") not in ("active", "activating", "reloading"):
+        return "not asked: its unit is %s, and a look at its socket would start it" % (
+            state.get("ActiveState") or "unknown")
+    return None
+
+
+def answers(state, path, timeout):
+    """``ping``, unless ``stopped(state)`` says not to ask."""
+    why = stopped(state)
+    return (False, why) if why else ping(path, timeout)
+
+
 def _get(path, url, timeout):
     """(status, body) of one HTTP/1.0 GET on the unix socket ``path``: the engine closes the connection after it."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -17,6 +17,12 @@ def inspect(run, ref):
     return data[0] if data else None
 
 
+def labelled(run, key, value):
+    """The IDs of the images labelled ``key=value``, newest first (a tagless one too), without repeats."""
+    rc, out, _ = run(["docker", "images", "--quiet", "--no-trunc", "--filter", "label=%s=%s" % (key, value)])
+    return list(dict.fromkeys(out.split())) if rc == 0 else []
+
+
 def labels(info):
     return ((info or {}).get("Config") or {}).get("Labels") or {}
 

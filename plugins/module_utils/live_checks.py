@@ -212,7 +212,8 @@ def serving_group(hosts, head, guard_unit, served_names):
     for n in sorted(hosts):
         name = specs[n].get("name") or "the engine"
         state = _rank_state(states[n])
-        if state != "running":
+        # A rank not read (its Docker down) is unknown, not absent: live_state lists it as not checked.
+        if state != "running" and not hosts[n]["live"].get("container_unread"):
             findings.append(finding(n, "serve", "container %s (rank of the tensor-parallel group)" % name,
                                     "running", state, group_fix(name)))
         guard = hosts[n]["live"].get("guard")

@@ -18,12 +18,13 @@ def short(image_id):
     return (image_id or "?").replace("sha256:", "")[:12]
 
 
-def _problem(text, node, setting, expected, found, consent=False, stage=None):
+def _problem(text, node, setting, expected, found, consent=False, stage=None, echo=False):
     """One reason not to start: its sentence (``text``, with its fix after "Fix: ") and the cause as a row (of
-    ``stage`` where another stage owns the object, as the image)."""
+    ``stage`` where another stage owns the object, as the image). ``consent``: what a start would do, not a cause;
+    ``echo``: a cause another row names (a node whose reading failed), so no row of its own."""
     fix = text.split(" Fix: ", 1)[1] if " Fix: " in text else text
     out = {"text": text, "node": node, "setting": setting, "expected": expected, "found": found,
-           "fix": fix.rstrip("."), "consent": consent}
+           "fix": fix.rstrip("."), "consent": consent, "echo": echo}
     if stage:
         out["stage"] = stage
     return out
@@ -55,10 +56,18 @@ def _image_problems(nodes, image_ref):
 
 
 def check(nodes, shape, settings):
-    """``nodes``: [{name, rank, node, serve, spec, fabric}] in rank order; ``settings``: replace, allow_reshape,
-    unqualified_shape, master_port, release, image (the reference that will run)."""
+    """``nodes``: [{name, rank, node, serve, spec, fabric}] in rank order, ``unread`` (why) on a node whose serving
+    state this run could not read (its facts are an older run's, so none is judged); ``settings``: replace,
+    allow_reshape, unqualified_shape, master_port, release, image (the reference that will run)."""
     problems, unchecked = [], []
     head = nodes[0]
+    unread = [n for n in nodes if n.get("unread")]
+    for node in unread:
+        problems.append(_problem("%s: its serving state was not read (%s). Fix: fix what that node's row names, then "
+                                 "run the serve stage again." % (node["name"], node["unread"]), node["name"],
+                                 "serving state", "read", node["unread"], echo=True))
+        unchecked.append("%s: its serving state (not read: %s)" % (node["name"], node["unread"]))
+    nodes = [n for n in nodes if not n.get("unread")]
     for node in nodes:
         serve = node["serve"]
         if not serve.get("docker", {}).get("ok"):
@@ -106,7 +115,7 @@ def check(nodes, shape, settings):
                                  "all", "setting serve_unqualified_shape", "true (the shape is unqualified)",
                                  "false"))
 
-    ports = head["serve"].get("ephemeral_ports")
+    ports = None if head.get("unread") else head["serve"].get("ephemeral_ports")
     port = settings["master_port"]
     if ports and ports[0] <= port <= ports[1]:
         problems.append(_problem("serve_master_port %d lies inside %s's ephemeral port range %d-%d, where any "
@@ -153,7 +162,8 @@ def check(nodes, shape, settings):
     # A consent problem is what a start would do, not a cause: in the doctor the causes are the rows (the rank
     # that does not run its spec is the serving group's row), and the rest of the stage is not checked.
     causes = [{k: p[k] for k in ("node", "stage", "setting", "expected", "found", "fix") if k in p} for p in problems
-              if not p["consent"]]
-    plan = {"start": start, "replacing": replacing, "image_ids": ids, "unchecked": unchecked, "causes": causes,
-            "consent_needed": [p["text"] for p in problems if p["consent"]]}
+              if not p["consent"] and not p["echo"]]
+    plan = {"start": start or bool(unread), "replacing": replacing, "image_ids": ids, "unchecked": unchecked,
+            "causes": causes, "consent_needed": [p["text"] for p in problems if p["consent"]],
+            "unread": [n["name"] for n in unread]}
     return [p["text"] for p in problems], plan

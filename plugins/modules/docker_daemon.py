@@ -9,7 +9,9 @@ module: docker_daemon
 short_description: The node's Docker engine answers, or a named error with its fix
 version_added: 0.3.0
 description:
-  - Reads the Docker unit's state (C(systemctl show)) and pings the engine's API socket (C(GET /_ping)).
+  - Reads the Docker unit's state (C(systemctl show)) and pings the engine's API socket (C(GET /_ping)), unless
+    the unit is stopped. A look at the socket of a stopped engine would start it (C(docker.socket)), and a read
+    must change nothing.
   - When the engine does not answer, fails with a message naming the node and the fix ("docker is not running on
     dgx4 ... systemctl start docker") and one finding on the host baseline's row of the unit, so the doctor shows
     one row for it whichever stage met it. The image and serve stages run it before any Docker call.
@@ -36,6 +38,14 @@ options:
   images:
     description: Image names (tags) or IDs to read once the engine answers; a name it does not hold is left out of
       RV(images).
+    type: list
+    elements: str
+    default: []
+  managed_images:
+    description:
+      - Tags the calling stage keeps on this node (the image stage's release tag). Read as O(images) are, after
+        them, and declared as managed objects (RV(managed)). The doctor lists them, and its mutation test
+        (C(tests/mutation/)) removes and moves each tag.
     type: list
     elements: str
     default: []
@@ -79,20 +89,16 @@ findings:
   returned: always
   type: list
   elements: dict
+managed:
+  description: The objects O(managed_images) declares, each with C(kind) C(image) and its C(name).
+  returned: when O(managed_images) is given
+  type: list
+  elements: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import docker_daemon
-
-
-def unit_state(module, unit):
-    systemctl = module.get_bin_path("systemctl")
-    if not systemctl:
-        return {}
-    rc, out, _ = module.run_command([systemctl, "show", "--property=UnitFileState,ActiveState", "--", unit])
-    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line) if rc == 0 else {}
-
 
 MODULE_SPEC = dict(argument_spec={
     "node": {"type": "str", "required": True},
@@ -100,19 +106,22 @@ MODULE_SPEC = dict(argument_spec={
     "socket": {"type": "path", "default": "/var/run/docker.sock"},
     "timeout": {"type": "float", "default": 5},
     "images": {"type": "list", "elements": "str", "default": []},
+    "managed_images": {"type": "list", "elements": "str", "default": []},
 }, supports_check_mode=True)
 
 
 def run(module):
     p = module.params
-    answering, seen = docker_daemon.ping(p["socket"], p["timeout"])
-    state = unit_state(module, p["unit"])
+    state = docker_daemon.unit_state(module, p["unit"])
+    answering, seen = docker_daemon.answers(state, p["socket"], p["timeout"])
     msg, findings = docker_daemon.verdict(p["node"], p["unit"], state, answering, seen)
     result = {"changed": False, "answering": answering, "unit_state": docker_daemon.describe(state),
               "findings": findings, "images": []}
+    if p["managed_images"]:  # declared whether or not the engine answers: the object is the stage's either way
+        result["managed"] = [{"kind": "image", "name": tag} for tag in p["managed_images"]]
     if msg:
         module.fail_json(msg=msg, **result)
-    for ref in p["images"]:
+    for ref in p["images"] + p["managed_images"]:
         try:
             found = docker_daemon.image(p["socket"], ref, p["timeout"])
         except (OSError, ValueError) as exc:

@@ -10,8 +10,14 @@ short_description: Build the locked image on this node, smoke-test it, and only 
 version_added: 0.1.0
 description:
   - Reads the tag first. If it exists with this lock's input hash (label C(ds41f.input-hash)), the image
-    is built and nothing happens. If it exists with another hash, the module refuses - a tag is never
-    overwritten with different content; release under a new tag instead.
+    is built and nothing happens.
+  - Else, if an image built from this lock is still here (its label names this input hash) and O(shipped_ids)
+    names it, that image is the build. Its ID is returned and nothing is built or tagged. The tag was removed or
+    moved by hand, and the image stage's ship step gives it back (a rebuild would give another ID). Only a
+    shipped image counts, because one whose smoke test failed, or whose build was cut short, carries the label
+    too.
+  - Else, if the tag exists with another hash, the module refuses - a tag is never overwritten with different
+    content; release under a new tag instead.
   - Otherwise checks out every source at its pinned commit, applies its patch series in order with
     C(git apply --index), and requires the resulting git tree to be the lock's; a patch that does not
     apply, or a tree that differs, stops the build naming the source and the patch.
@@ -65,6 +71,12 @@ options:
     type: list
     elements: str
     default: []
+  shipped_ids:
+    description: The image IDs the other nodes' release tags name (each passed its smoke test here before it was
+      shipped).
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full
@@ -99,6 +111,10 @@ image_id:
   description: The image's ID (null in check mode before the build).
   returned: always
   type: str
+untagged:
+  description: Whether the image is an earlier build of this lock that the tag no longer names.
+  returned: always
+  type: bool
 jobs:
   description: The parallel job count the build used, and why.
   returned: when built
@@ -139,23 +155,31 @@ def main():
         "build": {"type": "dict", "required": True},
         "smoke": {"type": "list", "elements": "str", "required": True},
         "smoke_run_args": {"type": "list", "elements": "str", "default": []},
+        "shipped_ids": {"type": "list", "elements": "str", "default": []},
     }, supports_check_mode=True)
     p = module.params
     run = module.run_command
     plan = Plan(module)
     info = docker_image.inspect(run, p["image"])
+    found = docker_image.labels(info).get(HASH_LABEL) if info else None
+    if info and found == p["input_hash"]:
+        module.exit_json(**plan.result(image_id=info["Id"], untagged=False))
+    built = [i for i in docker_image.labelled(run, HASH_LABEL, p["input_hash"]) if i in p["shipped_ids"]]
+    if built:  # the tag lost (removed, or moved to another image): the ship step tags this build again
+        module.exit_json(**plan.result(image_id=built[0], untagged=True))
     if info:
-        found = docker_image.labels(info).get(HASH_LABEL)
-        if found == p["input_hash"]:
-            module.exit_json(**plan.result(image_id=info["Id"]))
+        fix = ("give the new build its own tag (the lock's image), or remove the old image after checking nothing "
+               "runs it")
         module.fail_json(msg="%s already exists with input hash %s, not this lock's %s. A tag is never overwritten "
-                             "with different content. Fix: give the new build its own tag (the lock's image), or "
-                             "remove the old image after checking nothing runs it." % (
-                                 p["image"], found or "(none: not built from a lock)", p["input_hash"]))
+                             "with different content. Fix: %s." % (
+                                 p["image"], found or "(none: not built from a lock)", p["input_hash"], fix),
+                         drift=[{"setting": "image %s" % p["image"], "expected": "input hash %s" % p["input_hash"],
+                                 "found": "%s, input hash %s" % (docker_image.short(info["Id"]), found or "none"),
+                                 "fix": fix}])
     plan.change("image %s" % p["image"], "input hash %s" % p["input_hash"], None,
                 "build %s from %d sources on %s" % (p["image"], len(p["sources"]), p["base"]))
     if module.check_mode:
-        module.exit_json(**plan.result(image_id=None))
+        module.exit_json(**plan.result(image_id=None, untagged=False))
 
     with open("/proc/meminfo") as handle:
         jobs, why = lockfile.build_jobs(mem_available(handle.read()), os.cpu_count() or 1, p["build"])
@@ -192,8 +216,8 @@ def main():
     rc, _, err = run(["docker", "tag", image_id, p["image"]])
     if rc != 0:
         module.fail_json(msg="docker tag %s %s failed: %s" % (image_id, p["image"], err.strip()))
-    module.exit_json(**plan.result(image_id=image_id, jobs=why, smoke_output=smoke_out.strip(), prepared=done,
-                                   seconds=round(time.monotonic() - start, 1)))
+    module.exit_json(**plan.result(image_id=image_id, untagged=False, jobs=why, smoke_output=smoke_out.strip(),
+                                   prepared=done, seconds=round(time.monotonic() - start, 1)))
 
 
 if __name__ == "__main__":

@@ -126,7 +126,12 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_progress, engine_state, live_checks
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import (
+    docker_daemon,
+    engine_progress,
+    engine_state,
+    live_checks,
+)
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import gpu, platform
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Unavailable, module_host
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.run_all import run_all
@@ -182,6 +187,9 @@ def memory():
         if key in ("MemTotal", "MemAvailable"):
             values[key] = round(int(rest.split()[0]) / 1024.0 / 1024.0, 2)
     return {"total_gib": values.get("MemTotal"), "available_gib": values.get("MemAvailable")}
+
+
+DOCKER_SOCKET = "/var/run/docker.sock"
 
 
 def docker_inspect(module, kind, name):
@@ -326,7 +334,15 @@ def run(module):
     live["launch_spec"] = spec
     keep_env = sorted((spec or {}).get("env") or {})
     key = engine_state.api_key(p["api_key_file"])
-    live["container"] = container_state(module, spec["name"], keep_env, [key]) if spec else None
+    # A Docker that does not answer leaves the container unknown, not absent: its row (the host baseline's unit,
+    # the serve stage's read) is the cause, and the group's check skips this rank.
+    answering, seen = docker_daemon.answers(docker_daemon.unit_state(module, "docker.service"), DOCKER_SOCKET,
+                                            5) if spec else (True, "")
+    if not answering:  # a Docker stop stops its containers too (unless live-restore): look again once it answers
+        live["container_unread"] = "docker does not answer on this node (%s); once it does, the doctor reads the " \
+                                   "container again" % seen
+        skipped.append({"check": "serving container %s" % spec["name"], "reason": live["container_unread"]})
+    live["container"] = container_state(module, spec["name"], keep_env, [key]) if spec and answering else None
     live["env_files"] = {path: redacted_file(env_file(path), keep_env) for path in (spec or {}).get("env_files") or []}
     live["guard"] = engine_state.unit_state(module.run_command, p["guard_unit"]) if p["guard_unit"] else None
     live["api"] = None
@@ -343,7 +359,8 @@ def run(module):
                                                                 p["first_token_s"])
         else:
             skipped.append({"check": "head API (/health, /v1/models)",
-                            "reason": "the engine container %s is not running" % (spec or {}).get("name")})
+                            "reason": live.get("container_unread") or "the engine container %s is not running" % (
+                                spec or {}).get("name")})
     live["watchdog"] = watchdog_state(p["watchdog_state_file"]) if p["watchdog_state_file"] else None
     drm = "/sys/module/nvidia_drm/parameters"
     live["nvidia_drm"] = {k: read("%s/%s" % (drm, k)) for k in ("modeset", "fbdev") if read("%s/%s" % (drm, k))
@@ -355,7 +372,7 @@ def run(module):
     live["sshd"], why = sshd_settings(module)
     if why:
         skipped.append({"check": "sshd effective settings", "reason": why})
-    image = docker_inspect(module, "image", spec["image"]) if spec and spec.get("image") else None
+    image = docker_inspect(module, "image", spec["image"]) if spec and spec.get("image") and answering else None
     live["image_id"] = image.get("Id") if image else None
     info = read(p["model_info"]) if p["model_info"] else None
     try:

@@ -15,8 +15,9 @@ description:
     C(ds41f.spec)) is left alone. A running container with another spec is replaced only with
     O(replace=true) - it is stopped and kept aside as C(<name>-replaced) so a failed start can restore it -
     and otherwise the module fails naming O(replace). A stopped container of the name is removed first.
-  - C(aside) does only the first half - it stops a running container of another spec and keeps it aside (the
-    serve stage stops every rank this way before it starts any), and removes a stopped one.
+  - C(aside) does only the first half - it stops a running container and keeps it aside, whatever spec it runs,
+    and removes a stopped one. A tensor-parallel group starts as one (a rank left running would not join the new
+    group), so the serve stage puts every rank aside this way before it starts any.
   - C(restored) puts the container kept aside back (removing what ran in its place) and starts it.
   - C(committed) removes the container kept aside once the new one is ready.
   - C(stopped) stops the container (C(docker stop) with O(stop_timeout)) and keeps it for its logs;
@@ -129,20 +130,24 @@ def runs_spec(module, spec, found):
 
 
 def start(module, plan, docker, spec, found, backup, run=True):
-    """Put a container of another spec aside (or remove a stopped one), then run the spec unless ``run`` is
-    false. Returns whether a running container was kept aside."""
+    """Put a running container aside (or remove a stopped one), then run the spec unless ``run`` is false.
+    Started, a container that already runs the spec is kept; put aside (``run`` false, the group's start), every
+    running one is, its spec alike or not. Returns whether a running container was kept aside."""
     p = module.params
     name = spec["name"]
     want = spec["labels"].get("ds41f.spec")
     image = p["image"] or spec["image"]
-    if runs_spec(module, spec, found):
+    same = runs_spec(module, spec, found)
+    if run and same:
         return False
     replaced = False
     if found is not None and found["running"]:
         if not p["replace"]:
-            module.fail_json(msg="%s already runs %s on this node; the spec differs. Fix: re-run with "
+            why = ("it runs this spec, but the tensor-parallel group starts anew (another rank does not run it)"
+                   if same else "the spec differs")
+            module.fail_json(msg="%s already runs %s on this node; %s. Fix: re-run with "
                                  "-e '{\"serve_replace\": true}' to replace it (it is kept aside and restored if "
-                                 "the new start fails)." % (name, describe(found)), container=found)
+                                 "the new start fails)." % (name, describe(found), why), container=found)
         if backup is not None:
             plan.change("%s kept aside" % name, None, describe(backup), "docker rm -f %s" % backup["name"],
                         lambda: docker("rm", "-f", backup["name"]))

@@ -90,7 +90,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import engine_state
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import docker_daemon, engine_state
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import platform
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import module_host
 
@@ -139,7 +139,10 @@ def run(module):
     if module.get_bin_path("docker") is None:
         module.fail_json(msg="docker is not installed on %s. Fix: install Docker with the NVIDIA runtime "
                              "(host_baseline stage)." % os.uname()[1])
-    ok, version = engine_state.docker_ok(run)
+    # Not asked when its unit is stopped (a look would start it through docker.socket): the stage's docker_daemon
+    # step before this one names it.
+    why = docker_daemon.stopped(docker_daemon.unit_state(module, "docker.service"))
+    ok, version = (False, why) if why else engine_state.docker_ok(run)
     guard = engine_state.unit_state(run, p["guard_unit"])
     guard["state"] = read_json(p["guard_state_file"])
     facts = {

@@ -88,6 +88,13 @@ models:
   returned: always
   type: list
   elements: str
+managed:
+  description:
+    - The rank's container, the serve stage's managed object (C(kind) C(container) and its C(name)). The doctor
+      lists it, and its mutation test (C(tests/mutation/)) stops and removes it.
+  returned: always
+  type: list
+  elements: dict
 """
 
 import json
@@ -159,7 +166,8 @@ def run(module):
         looks += 1
         waited = round(time.monotonic() - begin, 1)
         result = dict(changed=False, ready=verdict == "ready", waited_s=waited, looks=looks,
-                      container=details["container"], models=details["models"])
+                      container=details["container"], models=details["models"],
+                      managed=[{"kind": "container", "name": p["container"]}])
         if verdict == "ready" or module.check_mode:
             module.exit_json(msg=details["reason"] or "ready after %.0f s" % waited, **result)
         if verdict == "failed":

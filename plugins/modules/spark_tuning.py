@@ -81,6 +81,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import docker_daemon
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import platform
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Unavailable, module_host
@@ -175,6 +176,13 @@ def run(module):
            for name in ("modeset", "fbdev")}
     readings["nvidia_drm"] = drm
 
+    rc, out, _ = host.run(["systemctl", "show", "--property=ActiveState", "--", "docker.service"])
+    why = docker_daemon.stopped(dict(line.split("=", 1) for line in out.splitlines() if "=" in line) if rc == 0
+                                else {})
+    if why:  # its unit's row is the cause (the unit policy above); a look would start it
+        module.exit_json(**plan.result(reboot_required=any(v != "Y" for v in drm.values()), skipped=[],
+                                       skipped_checks=[{"check": "Docker NVIDIA runtime", "reason": "docker " + why}],
+                                       readings=readings))
     rc, out, err = host.run(["docker", "info", "--format", "{{json .Runtimes}}"])
     runtimes = json.loads(out) if rc == 0 and out.strip().startswith("{") else {}
     readings["docker_runtimes"] = sorted(runtimes)

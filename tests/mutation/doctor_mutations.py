@@ -32,8 +32,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 MARK = "# ds41f mutation"
+OTHER_IMAGE = "ds41f-mutation:other"  # the image a moved tag names
 
 # kind -> [(mutation, applies(obj) -> bool, shell command(obj) -> str)]
 MUTATIONS = {
@@ -67,8 +70,22 @@ MUTATIONS = {
                                                                           else 9000)),
         ("address", lambda o: True, lambda o: "ip address del %s dev %s" % (q(o["address"]), q(o["name"]))),
     ],
+    # The tag moved to an empty image of its own (imported, then its own name dropped), or removed (the image is
+    # kept while a container runs it; where none does, it goes with its last tag and must be shipped again).
+    "image": [
+        ("remove the tag", lambda o: True, lambda o: "docker rmi -f %s >/dev/null" % q(o["name"])),
+        ("move the tag", lambda o: True,
+         lambda o: "tar cf - -T /dev/null | docker import - %s >/dev/null && docker tag %s %s && docker rmi %s "
+                   ">/dev/null" % (OTHER_IMAGE, OTHER_IMAGE, q(o["name"]), OTHER_IMAGE)),
+    ],
+    "container": [
+        ("stop", lambda o: True, lambda o: "docker stop --time 10 %s >/dev/null" % q(o["name"])),
+        ("remove", lambda o: True, lambda o: "docker rm -f %s >/dev/null" % q(o["name"])),
+    ],
 }
 
+# Docker is read only while its unit runs: a look at the socket of a stopped one starts it (docker.socket).
+DOCKER_UP = "if systemctl is-active -q docker.service; then "
 # kind -> a shell snippet printing the object's state on one line ($N: its name)
 READ = {
     "file": 'if [ -e "$N" ]; then echo "$(stat -c "%a %U:%G" "$N") $(sha256sum < "$N" | cut -c1-16)"; '
@@ -78,6 +95,10 @@ READ = {
     "sysctl": 'sysctl -n "$N" 2>/dev/null | tr -s "\\t " " "',
     "link": 'ip -o addr show dev "$N" 2>/dev/null | awk \'{print $4}\' | sort | tr "\\n" " "; '
             'ip -o link show dev "$N" 2>/dev/null | grep -o "mtu [0-9]*\\|state [A-Z]*" | tr "\\n" " "',
+    "image": DOCKER_UP + 'docker image inspect -f "{{.Id}}" "$N" 2>/dev/null || echo absent; else echo docker down; fi',
+    # Its state and spec, not its ID: the fix starts the whole group anew, every rank a new container of one spec.
+    "container": DOCKER_UP + 'docker inspect -f \'{{.State.Status}} {{index .Config.Labels "ds41f.spec"}}\' "$N" '
+                 '2>/dev/null || echo absent; else echo docker down; fi',
 }
 
 
@@ -105,6 +126,7 @@ class Lab:
     def __init__(self, name, skip_tags, workdir):
         self.name, self.skip_tags, self.workdir = name, skip_tags, Path(workdir)
         self.doctors = 0
+        self.clean_unchecked = set()  # (node, check) the clean doctor run does not check: not the change's doing
 
     def container(self, node):
         return "ds41f-%s-%s" % (self.name, node)
@@ -130,8 +152,8 @@ class Lab:
             data = {"rows": [], "managed": [], "error": (proc.stdout + proc.stderr)[-2000:]}
         return proc.returncode, data
 
-    def run(self, stage):
-        argv = ["ds41f", "run", stage, "--lab", self.name]
+    def run(self, stage, extra=()):
+        argv = ["ds41f", "run", stage, "--lab", self.name, *extra]
         if self.skip_tags and stage == "site":
             argv += ["--", "--skip-tags", self.skip_tags]
         proc = subprocess.run(argv, cwd=ROOT, text=True, capture_output=True, timeout=1200)
@@ -171,12 +193,18 @@ def generic(row):
             or row.get("expected") == row.get("found"))
 
 
+# The command a fix names, anywhere in its text, with the -e consents it gives (serve_replace for a dead rank).
+FIX_RUN = re.compile(r"ds41f run (\w+)((?: -e '[^']*')*)")
+
+
 def repair_stage(row, stage):
+    """(stage, its extra arguments, how it was chosen): the ``ds41f run`` command the row's fix names, else the
+    row's stage."""
     fix = (row or {}).get("fix") or ""
-    words = fix.split()
-    if words[:2] == ["ds41f", "run"] and len(words) > 2:
-        return words[2], "its fix (%s)" % " ".join(words[:3])
-    return stage, "the row's stage (fix: %s)" % (fix[:60] or "none")
+    found = FIX_RUN.search(fix)
+    if found:
+        return found.group(1), tuple(shlex.split(found.group(2))), "its fix (%s)" % found.group(0)
+    return stage, (), "the row's stage (fix: %s)" % (fix[:60] or "none")
 
 
 def trial(lab, objects, clean, chosen, pending=()):
@@ -206,8 +234,8 @@ def trial(lab, objects, clean, chosen, pending=()):
     for res in applied:
         mine = [r for r in rows if names(r, res["object"])]
         res.update(rows=mine, other_rows=others, doctor_s=round(seconds, 1))
-        stage, how = repair_stage(mine[0] if mine else None, res["object"]["stage"])
-        res["repair"] = {"stage": stage, "how": how}
+        stage, extra, how = repair_stage(mine[0] if mine else None, res["object"]["stage"])
+        res["repair"] = {"stage": stage, "extra": extra, "how": how}
         res["checks"] = {
             "doctor exits 1": rc == 1,
             "exactly one row names it": len(mine) == 1,
@@ -216,11 +244,13 @@ def trial(lab, objects, clean, chosen, pending=()):
             "no generic row": not any(generic(r) for r in rows),
             "the doctor changed no node": after == mutated,
         }
-    for stage in dict.fromkeys(res["repair"]["stage"] for res in applied):  # each stage's run once
-        lab_rc, tail = lab.run(stage)
+    repairs = dict.fromkeys((r["repair"]["stage"], r["repair"]["extra"]) for r in applied)  # each once
+    for stage, extra in sorted(repairs, key=lambda repair: stage_rank(repair[0])):  # in site.yml's order
+        lab_rc, tail = lab.run(stage, extra)
         for res in applied:
-            if res["repair"]["stage"] == stage:
+            if (res["repair"]["stage"], res["repair"]["extra"]) == (stage, extra):
                 res["repair"].update(rc=lab_rc, tail=tail if lab_rc else "")
+    follow_up(lab, doc, applied)
     repaired = lab.snapshot(objects)
     for res in applied:
         o = res["object"]
@@ -228,6 +258,39 @@ def trial(lab, objects, clean, chosen, pending=()):
     if repaired != clean or others:  # leave the lab converged for the next trial
         lab.run("site")
     return results, applied
+
+
+def object_names(text):
+    """The words of a text that name an object (a unit, a path, a container, an image): those with - . / or :."""
+    return {w.strip("(),;") for w in str(text).split() if any(c in w for c in "-./:")}
+
+
+def follow_up(lab, doc, applied):
+    """What the change hid, looked at once it is fixed. A check the doctor listed as not checked because of the
+    change (a rank's container while its node's Docker was down) is made by the next doctor run: a row it then
+    shows about that object on that node is a consequence the first run could not see (the rank stopped with
+    Docker), and its own fix is run too, recorded as the trial's follow-up. Other rows are left for the clean
+    check to fail."""
+    hidden = [(u["node"], object_names(u["check"])) for u in doc.get("not_checked") or []
+              if (u["node"], u["check"]) not in lab.clean_unchecked]
+    if not hidden:
+        return
+    _, after = lab.doctor()
+    seen = [r for r in after.get("rows") or []
+            if any(r.get("node") == node and names & object_names(r.get("setting")) for node, names in hidden)]
+    fixes = dict.fromkeys(repair_stage(r, r["stage"])[:2] for r in seen)
+    ran = [dict(stage=stage, extra=extra, rc=lab.run(stage, extra)[0])
+           for stage, extra in sorted(fixes, key=lambda fix: stage_rank(fix[0]))]
+    for res in applied:
+        res["follow_up"] = {"rows": ["%s %s: %s" % (r["node"], r["setting"], r["found"]) for r in seen], "ran": ran}
+
+
+def stage_rank(stage):
+    """Where site.yml runs the stage (its tag): a set's fixes are run in that order, as a sysadmin runs them (the
+    image before the serve stage that starts it). A stage site.yml does not name comes last."""
+    order = [tag for play in yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())
+             for tag in play.get("tags") or []]
+    return order.index(stage) if stage in order else len(order)
 
 
 def settle(pending, others):
@@ -311,6 +374,14 @@ def markdown(results, objects, per_stage, meta):
             o["node"], o["kind"], o["name"], o["stage"], r["mutation"], ", ".join(bad), seen[:300]))
     if not failed:
         lines.append("None.")
+    followed = [r for r in results if r.get("follow_up", {}).get("rows")]
+    if followed:
+        lines += ["", "## Trials whose fix was followed by the fix of a row the change had hidden", ""]
+        lines += ["- %s %s `%s` (%s): then %s; ran %s" % (
+            r["object"]["node"], r["object"]["kind"], r["object"]["name"], r["mutation"],
+            "; ".join(r["follow_up"]["rows"])[:300],
+            ", ".join("ds41f run %s%s (rc %s)" % (f["stage"], "".join(" " + a for a in f["extra"]), f["rc"])
+                      for f in r["follow_up"]["ran"])) for r in followed]
     skipped = [r for r in results if not r.get("applied")]
     if skipped:
         lines += ["", "## Changes that did not take (not counted)", ""]
@@ -328,6 +399,8 @@ def main(argv=None):
     ap.add_argument("--each-object", action="store_true",
                     help="one change per object (its kind's changes in turn) instead of every change of every object")
     ap.add_argument("--stages", help="only the objects of these stages (comma-separated)")
+    ap.add_argument("--kinds", help="only the objects of these kinds (comma-separated: %s)" % ", ".join(READ))
+    ap.add_argument("--objects", help="only these objects (comma-separated NODE:NAME, as dgx2:docker.service)")
     ap.add_argument("--no-pipeline", action="store_true",
                     help="run a doctor after each repair instead of judging it by the next trial's doctor run")
     ap.add_argument("--seed", type=int, default=None, help="the random seed (printed; default: from the clock)")
@@ -349,10 +422,15 @@ def main(argv=None):
     objects = [o for o in doc.get("managed") or [] if o.get("kind") in READ]
     if args.stages:
         objects = [o for o in objects if o["stage"] in args.stages.split(",")]
+    if args.kinds:
+        objects = [o for o in objects if o["kind"] in args.kinds.split(",")]
+    if args.objects:
+        objects = [o for o in objects if "%s:%s" % (o["node"], o["name"]) in args.objects.split(",")]
     if rc != 0 or not objects:
         print("the doctor is not clean before any change (rc %d, %d rows, %d objects): converge the lab first"
               % (rc, len(doc.get("rows") or []), len(objects)), file=sys.stderr)
         return 2
+    lab.clean_unchecked = {(u["node"], u["check"]) for u in doc.get("not_checked") or []}
     clean = lab.snapshot(objects)
     unread = [k for k, v in clean.items() if v.startswith("unread")]
     trials = plan_trials(objects, args.sample, args.sets, rng, args.each_object)
@@ -381,7 +459,7 @@ def main(argv=None):
     per_stage = coverage(results, objects)
     meta = {"lab": args.lab, "seed": seed, "date": time.strftime("%Y-%m-%d"),
             "minutes": (time.monotonic() - started) / 60, "unread": unread,
-            "command": "tests/mutation/doctor_mutations.py " + " ".join(argv if argv is not None else sys.argv[1:])}
+            "command": "tests/mutation/doctor_mutations.py " + shlex.join(argv if argv is not None else sys.argv[1:])}
     for stage, s in sorted(per_stage.items()):
         print("%-14s %3d of %3d changed objects named by exactly one row; %d of %d trials pass every check" % (
             stage, len(s["named"]), len(s["mutated"]), s["passed"], s["trials"]))

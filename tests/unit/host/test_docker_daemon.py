@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import docker_daemon, drift
+from ansible_collections.dgxspark.ds41f.plugins.modules import docker_daemon as docker_daemon_module
 from ansible_collections.dgxspark.ds41f.plugins.modules import unit_policy
 from tests.conftest import ROOT
 from tests.unit.host.test_host_baseline import FakeModule
@@ -131,3 +132,72 @@ def test_the_image_and_serve_stages_ask_docker_before_any_docker_call(tasks):
     assert "module: docker_daemon" in text
     assert text.index("module: docker_daemon") < min(
         i for i in (text.find("docker_image"), text.find("serve_facts"), text.find("from_lock")) if i >= 0)
+
+
+class Module:
+    """The parts of AnsibleModule that docker_daemon.run uses; its end (exit or fail) is raised as the result."""
+
+    def __init__(self, **params):
+        self.params = dict({"node": "dgx2", "unit": "docker.service", "timeout": 2, "images": [],
+                            "managed_images": []}, **params)
+
+    def get_bin_path(self, name):
+        return None  # no systemctl: the unit's state is not read
+
+    def exit_json(self, **result):
+        raise Ended(dict(result, failed=False))
+
+    def fail_json(self, **result):
+        raise Ended(dict(result, failed=True))
+
+
+class Ended(Exception):
+    pass
+
+
+def end(module):
+    with pytest.raises(Ended) as ended:
+        docker_daemon_module.run(module)
+    return ended.value.args[0]
+
+
+def test_the_image_stage_s_tag_is_declared_and_read_whether_or_not_docker_answers(tmp_path):
+    """The release tag is the image stage's object on every node (the mutation test moves and removes it): it is
+    declared when Docker answers, read after the other names, and declared too when Docker does not answer."""
+    body = b'{"Id": "sha256:aa", "RepoTags": ["ds41f-lab:lab-1"]}'
+    replies = [b"HTTP/1.1 200 OK\r\n\r\nOK",
+               b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + body]
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(tmp_path / "docker.sock"))
+    server.listen(2)
+
+    def answer():
+        for reply in replies:  # the ping, then the tag's read
+            conn, _ = server.accept()
+            conn.recv(256)
+            conn.sendall(reply)
+            conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        result = end(Module(socket=str(tmp_path / "docker.sock"), managed_images=["ds41f-lab:lab-1"]))
+    finally:
+        server.close()
+    assert not result["failed"] and result["managed"] == [{"kind": "image", "name": "ds41f-lab:lab-1"}]
+    assert [i["Id"] for i in result["images"]] == ["sha256:aa"]
+    stopped = end(Module(socket=str(tmp_path / "absent.sock"), managed_images=["ds41f-lab:lab-1"]))
+    assert stopped["failed"] and stopped["managed"] == [{"kind": "image", "name": "ds41f-lab:lab-1"}]
+    assert "managed" not in end(Module(socket=str(tmp_path / "absent.sock")))  # the serve stage's ask declares none
+
+
+def test_a_stopped_engine_is_not_asked_so_its_socket_does_not_start_it(tmp_path):
+    """docker.service stopped, docker.socket listening: a ping would start the engine (a doctor that changes the
+    node). The unit's state answers instead; an engine whose unit runs is pinged."""
+    server = serve_once(tmp_path / "docker.sock", b"HTTP/1.1 200 OK\r\n\r\nOK")  # the socket unit, listening
+    try:
+        answering, seen = docker_daemon.answers(STOPPED, str(tmp_path / "docker.sock"), 2)
+        assert not answering and seen == "not asked: its unit is inactive, and a look at its socket would start it"
+        assert docker_daemon.answers({"ActiveState": "active"}, str(tmp_path / "docker.sock"), 2) == (True, "")
+    finally:
+        server.close()
+    assert docker_daemon.answers({}, str(tmp_path / "absent.sock"), 1)[0] is False  # no systemd: the ping says

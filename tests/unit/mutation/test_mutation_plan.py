@@ -12,6 +12,8 @@ UNIT = {"node": "dgx1", "stage": "serve", "kind": "unit", "name": "ds41f-memguar
 LINK = {"node": "dgx3", "stage": "fabric", "kind": "link", "name": "enp1s0f0np0", "mtu": 9000,
         "address": "10.23.0.2/24"}
 SYSCTL = {"node": "dgx4", "stage": "host_baseline", "kind": "sysctl", "name": "net.core.somaxconn", "value": "4096"}
+IMAGE = {"node": "dgx2", "stage": "image", "kind": "image", "name": "ds41f-lab:lab-1"}
+CONTAINER = {"node": "dgx4", "stage": "serve", "kind": "container", "name": "spark-ds41f"}
 
 
 def applicable(obj):
@@ -28,6 +30,8 @@ def test_each_kind_gets_the_changes_that_make_sense_for_it():
     assert applicable(LINK) == ["down", "mtu", "address"]
     assert applicable(SYSCTL) == ["value"]
     assert applicable(dict(SYSCTL, value="bbr")) == []  # no other value known for a word
+    assert applicable(IMAGE) == ["remove the tag", "move the tag"]
+    assert applicable(CONTAINER) == ["stop", "remove"]
 
 
 def test_every_change_is_a_shell_command_on_the_object_and_differs_from_the_wanted_state():
@@ -37,6 +41,8 @@ def test_every_change_is_a_shell_command_on_the_object_and_differs_from_the_want
     assert [m[2](LINK) for m in dm.MUTATIONS["link"]][1] == "ip link set dev enp1s0f0np0 mtu 1500"
     assert dm.other_sysctl("1") == "0" and dm.other_sysctl("0") == "1" and dm.other_sysctl("4096") == "4097"
     assert dm.other_sysctl("4096 87380 6291456") == "4097 87380 6291456"
+    moved = dict((m[0], m[2](IMAGE)) for m in dm.MUTATIONS["image"])["move the tag"]
+    assert "docker tag %s ds41f-lab:lab-1" % dm.OTHER_IMAGE in moved and moved.startswith("tar cf - -T /dev/null")
 
 
 def test_a_row_names_an_object_only_on_its_node_by_setting_or_found():
@@ -67,6 +73,13 @@ def test_the_fix_of_a_row_is_its_ds41f_run_command_else_its_stage():
     assert dm.repair_stage({"fix": "ds41f run fabric"}, "serve")[0] == "fabric"
     assert dm.repair_stage({"fix": "systemctl start ds41f-memguard.service on dgx1"}, "serve")[0] == "serve"
     assert dm.repair_stage(None, "host_baseline")[0] == "host_baseline"
+    # A dead rank's fix names its command inside its sentence, with the consent the group's restart needs.
+    group = {"fix": "restart the whole tensor-parallel group - disruptive: ...: ds41f run serve -e "
+                    "'{\"serve_replace\": true}' (it starts the missing rank and replaces the others; ...)"}
+    assert dm.repair_stage(group, "serve")[:2] == ("serve", ("-e", '{"serve_replace": true}'))
+    assert dm.repair_stage({"fix": "ds41f run fabric"}, "serve")[1] == ()
+    assert dm.stage_rank("image") < dm.stage_rank("serve") < dm.stage_rank("no such stage")
+    assert dm.stage_rank("host_baseline") == 0
 
 
 def test_trials_every_change_once_a_sample_or_sets_of_five_distinct_objects():
@@ -106,6 +119,7 @@ class FakeLab:
     the ``stuck`` ones (a fix that does not repair)."""
 
     def __init__(self, objects, stuck=()):
+        self.clean_unchecked = set()
         self.clean = {dm.key(o): "ok" for o in objects}
         self.state, self.stuck, self.doctors, self.sites = dict(self.clean), set(stuck), 0, 0
         self.by_name = {o["name"]: o for o in objects}
@@ -125,7 +139,7 @@ class FakeLab:
                  "fix": "ds41f run %s" % o["stage"]} for o in self.by_name.values() if self.state[dm.key(o)] != "ok"]
         return (1 if rows else 0), {"rows": rows}
 
-    def run(self, stage):
+    def run(self, stage, extra=()):
         if stage == "site":
             self.sites += 1
             self.state = dict(self.clean)
@@ -173,3 +187,40 @@ def test_a_row_left_after_the_repair_fails_the_clean_check_of_the_trial_before()
     pending = [{"checks": {}}]
     dm.settle(pending, [{"node": "dgx1", "setting": "/etc/x"}])
     assert pending[0]["checks"]["the doctor is clean after"] is False and pending[0]["rows_after"]
+
+
+class DockerLab(FakeLab):
+    """Docker stopped on dgx2: the doctor names its unit and cannot read the rank (not checked). Starting Docker
+    (host_baseline) leaves the rank exited, which the next doctor run names; the serve stage restarts it."""
+
+    def __init__(self):
+        self.docker = dict(UNIT, node="dgx2", stage="host_baseline", name="docker.service")
+        super().__init__([self.docker])
+        self.rank = "running"
+
+    def sh(self, node, script, timeout=60):
+        self.rank = "exited"
+        return super().sh(node, script, timeout)
+
+    def doctor(self):
+        rc, doc = super().doctor()
+        if self.state[dm.key(self.docker)] != "ok":
+            doc["not_checked"] = [{"node": "dgx2", "check": "serving container spark-ds41f", "reason": "docker"}]
+        elif self.rank != "running":
+            doc["rows"].append({"node": "dgx2", "stage": "serve", "setting": "container spark-ds41f",
+                                "found": "exited", "fix": "... ds41f run serve -e '{\"serve_replace\": true}' ..."})
+        return (1 if doc["rows"] else 0), doc
+
+    def run(self, stage, extra=()):
+        if stage == "serve" and extra == ("-e", '{"serve_replace": true}'):
+            self.rank = "running"
+        return super().run(stage, extra)
+
+
+def test_a_row_the_change_hid_is_looked_at_after_its_fix_and_its_own_fix_run():
+    lab = DockerLab()
+    (result,) = sweep(lab, [lab.docker])
+    assert all(result["checks"].values()), result["checks"]
+    assert result["follow_up"]["rows"] == ["dgx2 container spark-ds41f: exited"]
+    assert result["follow_up"]["ran"] == [{"stage": "serve", "extra": ("-e", '{"serve_replace": true}'), "rc": 0}]
+    assert lab.rank == "running"

@@ -46,7 +46,7 @@ def test_a_fit_cluster_starts(recipe):
     c, nodes = fit_nodes(recipe)
     problems, plan = run(c, nodes)
     assert problems == [] and plan == {"start": True, "replacing": [], "image_ids": {IMAGE: [n["name"] for n in nodes]},
-                                       "unchecked": [], "causes": [], "consent_needed": []}
+                                       "unchecked": [], "causes": [], "consent_needed": [], "unread": []}
 
 
 def test_a_lab_container_reads_the_hosts_kernel_so_its_page_size_is_named_unchecked(recipe):
@@ -157,3 +157,19 @@ def test_a_missing_env_file_is_one_row_the_fabric_stage_s_which_writes_it(recipe
     written = drift.row("dgx2", "fabric", "/etc/ds41f/nccl.env", "present", "absent", "write /etc/ds41f/nccl.env")
     assert drift.dedupe([written, preflight]) == [written]
     assert drift.dedupe([preflight]) == [preflight]
+
+
+def test_a_node_whose_read_failed_is_judged_on_nothing_an_older_run_left(recipe):
+    """Docker down on dgx1: its serve facts are the fact cache's, from an older run (another image ID there).
+    Nothing of it is compared, no row is the preflight's (the read's failure is that node's row), and the start
+    is refused with the reason, listed as not checked."""
+    c, nodes = fit_nodes(recipe, running=specs(recipe, "tp4-ring"))
+    nodes[0]["serve"]["image_id"] = OTHER  # stale
+    nodes[0]["unread"] = "docker is not running on dgx1 (enabled, inactive)"
+    problems, plan = run(c, nodes)
+    assert plan["causes"] == [] and plan["unread"] == ["dgx1"] and plan["start"]
+    assert problems == ["dgx1: its serving state was not read (docker is not running on dgx1 (enabled, inactive)). "
+                        "Fix: fix what that node's row names, then run the serve stage again."]
+    assert plan["image_ids"] == {IMAGE: ["dgx2", "dgx3", "dgx4"]}
+    assert plan["unchecked"] == ["dgx1: its serving state (not read: docker is not running on dgx1 (enabled, "
+                                 "inactive))"]

@@ -165,6 +165,14 @@ def test_an_absent_rank_and_a_cluster_that_serves_nowhere():
     assert findings == [] and [u["node"] for u in unchecked] == ["dgx1", "dgx2"]
 
 
+def test_a_rank_whose_docker_does_not_answer_is_unknown_not_absent():
+    """Docker stopped on dgx2: its container could not be read. Its unit's row is the cause; the group's check
+    names no rank there (live_state lists it as not checked)."""
+    hosts = {"dgx1": rank(), "dgx2": {"live": {"container": None, "launch_spec": {"name": "spark-ds41f"},
+                                               "container_unread": "docker does not answer on this node (refused)"}}}
+    assert live_checks.serving_group(hosts, "dgx1", "", []) == ([], [])
+
+
 def test_an_engine_whose_container_runs_but_whose_api_does_not_answer():
     hosts = {"dgx1": rank()}
     hosts["dgx1"]["live"]["api"] = api_reading("paused.json")  # docker pause: the container runs, nothing answers
