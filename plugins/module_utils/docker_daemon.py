@@ -12,6 +12,8 @@ import socket
 from urllib.parse import quote
 
 PING = b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n"
+UNIT = "docker.service"
+SOCKET = "/var/run/docker.sock"
 
 
 def ping(path, timeout):
@@ -34,12 +36,10 @@ def ping(path, timeout):
     return False, "%s answered %r" % (path, head.splitlines()[0] if head else "nothing")
 
 
-def unit_state(module, unit):
-    """The unit's UnitFileState and ActiveState (``systemctl show``), or {} where systemd is not there to ask."""
-    systemctl = module.get_bin_path("systemctl")
-    if not systemctl:
-        return {}
-    rc, out, _ = module.run_command([systemctl, "show", "--property=UnitFileState,ActiveState", "--", unit])
+def unit_state(run, unit=UNIT):
+    """The unit's UnitFileState and ActiveState (``systemctl show``), or {} where systemd is not there to ask.
+    ``run(argv)``: (rc, stdout, stderr), as the hardware layer's ``Host.run`` (rc 127 without systemctl)."""
+    rc, out, _ = run(["systemctl", "show", "--property=UnitFileState,ActiveState", "--", unit])
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line) if rc == 0 else {}
 
 

@@ -99,6 +99,7 @@ managed:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import docker_daemon
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import module_host
 
 MODULE_SPEC = dict(argument_spec={
     "node": {"type": "str", "required": True},
@@ -112,7 +113,7 @@ MODULE_SPEC = dict(argument_spec={
 
 def run(module):
     p = module.params
-    state = docker_daemon.unit_state(module, p["unit"])
+    state = docker_daemon.unit_state(module_host(module).run, p["unit"])
     answering, seen = docker_daemon.answers(state, p["socket"], p["timeout"])
     msg, findings = docker_daemon.verdict(p["node"], p["unit"], state, answering, seen)
     result = {"changed": False, "answering": answering, "unit_state": docker_daemon.describe(state),

@@ -189,9 +189,6 @@ def memory():
     return {"total_gib": values.get("MemTotal"), "available_gib": values.get("MemAvailable")}
 
 
-DOCKER_SOCKET = "/var/run/docker.sock"
-
-
 def docker_inspect(module, kind, name):
     if module.get_bin_path("docker") is None:
         return None
@@ -336,7 +333,7 @@ def run(module):
     key = engine_state.api_key(p["api_key_file"])
     # A Docker that does not answer leaves the container unknown, not absent: its row (the host baseline's unit,
     # the serve stage's read) is the cause, and the group's check skips this rank.
-    answering, seen = docker_daemon.answers(docker_daemon.unit_state(module, "docker.service"), DOCKER_SOCKET,
+    answering, seen = docker_daemon.answers(docker_daemon.unit_state(module_host(module).run), docker_daemon.SOCKET,
                                             5) if spec else (True, "")
     if not answering:  # a Docker stop stops its containers too (unless live-restore): look again once it answers
         live["container_unread"] = "docker does not answer on this node (%s); once it does, the doctor reads the " \

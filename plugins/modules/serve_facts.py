@@ -141,7 +141,7 @@ def run(module):
                              "(host_baseline stage)." % os.uname()[1])
     # Not asked when its unit is stopped (a look would start it through docker.socket): the stage's docker_daemon
     # step before this one names it.
-    why = docker_daemon.stopped(docker_daemon.unit_state(module, "docker.service"))
+    why = docker_daemon.stopped(docker_daemon.unit_state(module_host(module).run))
     ok, version = (False, why) if why else engine_state.docker_ok(run)
     guard = engine_state.unit_state(run, p["guard_unit"])
     guard["state"] = read_json(p["guard_state_file"])

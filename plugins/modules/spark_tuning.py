@@ -176,9 +176,7 @@ def run(module):
            for name in ("modeset", "fbdev")}
     readings["nvidia_drm"] = drm
 
-    rc, out, _ = host.run(["systemctl", "show", "--property=ActiveState", "--", "docker.service"])
-    why = docker_daemon.stopped(dict(line.split("=", 1) for line in out.splitlines() if "=" in line) if rc == 0
-                                else {})
+    why = docker_daemon.stopped(docker_daemon.unit_state(host.run))
     if why:  # its unit's row is the cause (the unit policy above); a look would start it
         module.exit_json(**plan.result(reboot_required=any(v != "Y" for v in drm.values()), skipped=[],
                                        skipped_checks=[{"check": "Docker NVIDIA runtime", "reason": "docker " + why}],

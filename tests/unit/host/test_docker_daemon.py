@@ -201,3 +201,19 @@ def test_a_stopped_engine_is_not_asked_so_its_socket_does_not_start_it(tmp_path)
     finally:
         server.close()
     assert docker_daemon.answers({}, str(tmp_path / "absent.sock"), 1)[0] is False  # no systemd: the ping says
+
+
+def test_the_units_state_is_read_through_the_hardware_layers_runner():
+    """One reader for the image, serve and verify stages and the host baseline's runtime check (its Host.run): a
+    stopped unit says not to ask, and no systemd (rc 127) leaves the ping to answer."""
+    shown = {}
+
+    def run(argv):
+        shown["argv"] = argv
+        return 0, "UnitFileState=enabled\nActiveState=inactive\n", ""
+
+    state = docker_daemon.unit_state(run)
+    assert shown["argv"] == ["systemctl", "show", "--property=UnitFileState,ActiveState", "--", "docker.service"]
+    assert docker_daemon.stopped(state) == "not asked: its unit is inactive, and a look at its socket would start it"
+    assert docker_daemon.unit_state(lambda argv: (127, "", "systemctl: not found")) == {}
+    assert docker_daemon.stopped({}) is None
