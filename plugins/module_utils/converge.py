@@ -11,7 +11,8 @@
     module.exit_json(**plan.result())
 
 ``changed`` is ``bool(actions)``; ``diff`` shows each setting before and after; ``drift`` is the list the
-doctor's drift table reads (setting, expected, found, fix). In check mode nothing is called.
+doctor's drift table reads (setting, expected, found, fix, and as data the ``object`` the row is about and, for a
+consequence, the ``cause`` object it follows from: see ``obj``). In check mode nothing is called.
 """
 
 from __future__ import annotations
@@ -19,6 +20,22 @@ from __future__ import annotations
 import grp
 import os
 import pwd
+
+
+def obj(kind, name, node=None):
+    """An object a row is about, as data: ``{kind, name}``, plus ``node`` when it is on another node than the one
+    the module runs on. Folding and the mutation test compare these, never a row's words."""
+    out = {"kind": str(kind), "name": str(name)}
+    if node:
+        out["node"] = str(node)
+    return out
+
+
+def _object(value):
+    """``obj`` from a (kind, name[, node]) tuple or a dict; None stays None."""
+    if value is None or isinstance(value, dict):
+        return value
+    return obj(*value)
 
 
 def _text(value):
@@ -40,13 +57,18 @@ class Plan:
     def check_mode(self):
         return self.module.check_mode
 
-    def change(self, setting, expected, found, action, apply=None, fix=None, row=True):
+    def change(self, setting, expected, found, action, apply=None, fix=None, row=True, about=None, cause=None):
         """Record one difference and the action that removes it; run ``apply`` unless in check mode. ``row=False``:
         bookkeeping that only goes with the changes beside it (a record of the prior states they replace), so its
-        action and diff, and no drift row of its own (the changes' rows are the causes)."""
+        action and diff, and no drift row of its own (the changes' rows are the causes). ``about``: the object
+        the row is about ((kind, name[, node]) or ``obj``); ``cause``: for a consequence, the object whose own
+        row explains it (the doctor then shows only that row)."""
         if row:
-            self.drift.append({"setting": setting, "expected": expected, "found": found,
-                               "fix": fix or action})
+            entry = {"setting": setting, "expected": expected, "found": found, "fix": fix or action}
+            for key, value in (("object", _object(about)), ("cause", _object(cause))):
+                if value:
+                    entry[key] = value
+            self.drift.append(entry)
         self.diffs.append({"before_header": setting, "after_header": setting,
                            "before": _text(found), "after": _text(expected)})
         self.actions.append(action)
@@ -76,7 +98,7 @@ class Plan:
                 os.chmod(path, int(mode, 8))
                 os.chown(path, pwd.getpwnam(owner).pw_uid, grp.getgrnam(group).gr_gid)
             self.change("%s attributes" % path, want, have, "chmod %s %s; chown %s:%s %s" % (
-                mode, path, owner, group, path), apply)
+                mode, path, owner, group, path), apply, about=("file", path))
 
     def result(self, **extra):
         out = {"changed": bool(self.actions), "actions": self.actions, "drift": self.drift}

@@ -43,14 +43,31 @@ def _text(value):
     return json.dumps(value, sort_keys=True)
 
 
-def row(node, stage, setting, expected, found, fix, severity="error", path=None):
+def _located(thing, node):
+    """An object (``converge.obj``) with its node filled in: the row's node unless the object names its own."""
+    if not isinstance(thing, dict) or not thing.get("kind"):
+        return None
+    return {"node": str(thing.get("node") or node), "kind": str(thing["kind"]), "name": str(thing.get("name", ""))}
+
+
+def row(node, stage, setting, expected, found, fix, severity="error", path=None, about=None, cause=None):
+    """One row. ``about``: the object it is about; ``cause``: for a consequence, the object whose row explains
+    it. Both are ``{kind, name[, node]}`` data, completed with the row's node."""
     if severity not in SEVERITIES:
         severity = "error"
     out = {"node": node, "stage": stage, "setting": _text(setting), "expected": _text(expected),
            "found": _text(found), "fix": _text(fix), "severity": severity}
     if path:
         out["path"] = path
+    for key, value in (("object", _located(about, node)), ("cause", _located(cause, node))):
+        if value:
+            out[key] = value
     return out
+
+
+def key(thing):
+    """An object as a hashable key: (node, kind, name)."""
+    return (thing["node"], thing["kind"], thing["name"])
 
 
 def _first_line(text, limit=160):
@@ -88,12 +105,12 @@ def rows_from_result(node, stage, task_name, result, stage_cmd=None):
     for entry in result.get("findings") or []:
         out.append(row(entry.get("node", node), entry.get("stage", stage), entry.get("setting"),
                        entry.get("expected"), entry.get("found"), entry.get("fix"),
-                       entry.get("severity", "error"), entry.get("path")))
+                       entry.get("severity", "error"), entry.get("path"), entry.get("object"), entry.get("cause")))
     drift = result.get("drift") or []
     for entry in drift:  # what a module found different (and, outside check mode, changed)
         out.append(row(entry.get("node", node), entry.get("stage", stage), entry.get("setting"), entry.get("expected"),
                        entry.get("found"), entry.get("fix") or fix_stage, entry.get("severity", "error"),
-                       entry.get("path")))
+                       entry.get("path"), entry.get("object"), entry.get("cause")))
     if result.get("changed") and not drift:
         out.append(row(node, stage, _thing(result, task_name), "as the %s stage sets it" % stage,
                        "would change (see --diff)", fix_stage))
@@ -333,6 +350,13 @@ def _drop_lldp_echoes(rows):
     return [r for r in rows if not (r["found"] == NO_NEIGHBOUR and r["expected"].split(" ")[0] in silent)]
 
 
+def _drop_caused(rows):
+    """A consequence whose cause has a row of its own is that row's echo: folded by object, never by words. A
+    consequence whose cause has no row stays (it is then the only sign of that cause)."""
+    named = {key(r["object"]) for r in rows if r.get("object")}
+    return [r for r in rows if not (r.get("cause") and r["cause"] != r.get("object") and key(r["cause"]) in named)]
+
+
 def dedupe(rows, ends=None):
     """The table's rows: one per finding, errors first, then by node.
 
@@ -340,12 +364,13 @@ def dedupe(rows, ends=None):
     front of the setting, or by two stages that both keep the object, as /etc/ds41f) is one row, the first
     stage's; a fabric path's echoes (the serve preflight's fabric verdict, the cables to a node whose lldpd is
     not running, among them) fold into its cause (``ends`` as in ``attach_paths``), an image or checkpoint that
-    differs across nodes folds into the rows naming the nodes whose copy is wrong, the serve preflight's view of a
-    node's checkpoint folds into the model stage's rows on that node, and a row whose found is its expected (a
-    record that would only be rewritten) is no drift at all."""
+    differs across nodes folds into the rows naming the nodes whose copy is wrong, a row whose ``cause`` object
+    has a row of its own folds into that row, the serve preflight's view of a node's checkpoint folds into the
+    model stage's rows on that node, and a row whose found is its expected (a record that would only be
+    rewritten) is no drift at all."""
     ends = ends or {}
-    rows = _drop_checkpoint_verdicts(_drop_lldp_echoes(_drop_spread_echoes(
-        [r for r in rows if r["expected"] != r["found"]])))
+    rows = _drop_caused(_drop_checkpoint_verdicts(_drop_lldp_echoes(_drop_spread_echoes(
+        [r for r in rows if r["expected"] != r["found"]]))))
     rows = _consolidate_paths(_drop_fabric_verdicts(attach_paths([dict(r) for r in rows], ends)), ends)
     seen, out = set(), []
     for r in rows:

@@ -181,3 +181,26 @@ def test_the_table_shows_the_first_differing_line_of_a_file():
                   "# header\nkernel.panic = 30\n", "# header\nkernel.panic = 0\n", "write it")
     line = drift.table([r]).splitlines()[2]
     assert "kernel.panic = 30" in line and "kernel.panic = 0" in line and "# header" not in line
+
+
+def test_rows_carry_their_object_and_a_consequence_folds_into_its_causes_row_by_object():
+    """A row's object and cause are data: the fold compares them, whatever the rows' words say."""
+    result = {"changed": True, "drift": [
+        {"setting": "anything", "expected": "a", "found": "b", "fix": "f",
+         "object": {"kind": "nft_table", "name": "inet ds41f"}},
+        {"setting": "port 8000 open to the world", "expected": "closed", "found": "open", "fix": "g",
+         "object": {"kind": "port", "name": "tcp/8000"}, "cause": {"kind": "nft_table", "name": "inet ds41f"}},
+        {"setting": "other", "expected": "x", "found": "y", "fix": "h",
+         "object": {"kind": "port", "name": "tcp/9000"},
+         "cause": {"kind": "nft_table", "name": "inet ds41f", "node": "dgx3"}}]}
+    rows = drift.rows_from_result("dgx1", "firewall", "Audit", result)
+    assert rows[0]["object"] == {"node": "dgx1", "kind": "nft_table", "name": "inet ds41f"}
+    assert rows[1]["cause"] == {"node": "dgx1", "kind": "nft_table", "name": "inet ds41f"}
+    assert rows[2]["cause"]["node"] == "dgx3"
+    kept = drift.dedupe(rows)
+    # the second row's cause has its own row: folded; the third's cause (on dgx3) has none: it stays
+    assert [r["setting"] for r in kept] == ["anything", "other"]
+
+
+def test_a_row_without_an_object_has_no_object_key():
+    assert "object" not in drift.row("dgx1", "s", "x", 1, 2, "f")
