@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import ds41f
-from ds41f import paths, runs
+from ds41f import paths, runs, secret_env
 
 EXIT_CODES = """exit status:
   0      ok
@@ -193,6 +193,12 @@ def cmd_collective(args):
     return collective_cli.run(args, inventory_for)
 
 
+def cmd_hostkeys(args):
+    from ds41f import hostkeys
+
+    return hostkeys.run(args)
+
+
 def cmd_bench(args):
     from ds41f.bench import cli as bench_cli
 
@@ -294,6 +300,9 @@ def parser():
     picture.add_argument("out", help="output path without extension (OUT.svg and OUT.png are written)")
     picture.set_defaults(func=cmd_picture)
 
+    from ds41f import hostkeys
+
+    hostkeys.add_parser(sub, where).set_defaults(func=cmd_hostkeys)
     from ds41f.bench import cli as bench_cli
 
     bench_cli.add_parser(sub).set_defaults(func=cmd_bench)
@@ -307,7 +316,9 @@ PASSTHROUGH = ("run", "doctor", "status", "logs", "render", "collective")
 
 
 def main(argv=None):
-    """Everything after the first `--` goes to ansible-playbook unchanged (run, doctor and the day-2 commands)."""
+    """Everything after the first `--` goes to ansible-playbook unchanged (run, doctor and the day-2 commands).
+    Secrets leave this process's environment first, so nothing it starts inherits one (ds41f/secret_env.py)."""
+    secret_env.hold()
     argv = list(sys.argv[1:] if argv is None else argv)
     passthrough = []
     if "--" in argv:

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from ds41f import paths
+from ds41f import paths, secret_env
 
 RUNS = paths.ROOT / ".ansible" / "runs"
 KEEP = 50  # run folders kept; the oldest go first
@@ -31,10 +31,12 @@ def tool(name):
 
 
 def playbook_argv(playbook, inventories, check=False, diff=False, limit=None, extra_vars=(), passthrough=()):
-    """ansible-playbook's arguments, one list item per argument, in the order given."""
+    """ansible-playbook's arguments, one list item per argument, in the order given; a vault password file the
+    environment named comes as its flag (secret_env)."""
     argv = [str(playbook)]
     for inventory in inventories:
         argv += ["-i", str(inventory)]
+    argv += secret_env.ansible_flags()
     if check:
         argv.append("--check")
     if diff:
@@ -48,9 +50,13 @@ def playbook_argv(playbook, inventories, check=False, diff=False, limit=None, ex
 
 def base_env(extra=None):
     """The project's ansible.cfg, and the tools beside this Python first on PATH (ds41f called without its venv
-    activated still runs its own ansible)."""
+    activated still runs its own ansible). Host keys are checked: ansible-runner turns the check off unless the
+    environment names it. No secret of this process's environment reaches a run (secret_env.hold): the runner
+    copies the environment, and keeps it in artifacts/command."""
+    secret_env.hold()
     path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
-    return dict(extra or {}, ANSIBLE_CONFIG=str(paths.ROOT / "ansible.cfg"), PATH=path)
+    return dict(extra or {}, ANSIBLE_CONFIG=str(paths.ROOT / "ansible.cfg"), PATH=path,
+                ANSIBLE_HOST_KEY_CHECKING="True")
 
 
 def budget_env(command):
@@ -58,9 +64,15 @@ def budget_env(command):
     return {"ANSIBLE_TASK_TIMEOUT": str(TASK_TIMEOUT_S[command])} if command in TASK_TIMEOUT_S else {}
 
 
-def ssh_keepalive_args():
-    """ansible.cfg's SSH keepalive and connection timeout as ssh options, for the ssh that `ds41f logs --follow`
-    opens itself: the same budget as every ansible connection, from the one place it is set."""
+# ansible.cfg's ssh options that an ssh ds41f opens itself takes too: the keepalives (a frozen node ends the stream)
+# and the host key check against the pinned known_hosts (which the inventory's ssh common args name).
+SSH_OPTIONS = ("serveralive", "stricthostkeychecking", "globalknownhostsfile")
+
+
+def ssh_options():
+    """ansible.cfg's SSH keepalives, host key checking and connection timeout as ssh options, for the ssh that
+    `ds41f logs --follow` and the bench open themselves: the same budget and the same check as every ansible
+    connection, from the one place they are set."""
     import configparser
 
     cfg = configparser.ConfigParser(interpolation=None)
@@ -68,7 +80,7 @@ def ssh_keepalive_args():
     words = cfg.get("ssh_connection", "ssh_args", fallback="").split()
     out = []
     for i, word in enumerate(words[:-1]):
-        if word == "-o" and words[i + 1].lower().startswith("serveralive"):
+        if word == "-o" and words[i + 1].lower().startswith(SSH_OPTIONS):
             out += ["-o", words[i + 1]]
     timeout = cfg.get("defaults", "timeout", fallback="")
     return out + (["-o", "ConnectTimeout=%s" % timeout] if timeout else [])
@@ -151,8 +163,9 @@ def run_tee(name, argv, env=None):
     artifacts.mkdir()
     (artifacts / "command").write_text(json.dumps(list(argv)) + "\n")
     start = time.monotonic()
+    env = base_env(env)  # first: it takes the secrets out of os.environ
     with open(artifacts / "stdout", "w") as kept:
-        proc = subprocess.Popen(list(argv), env=dict(os.environ, **base_env(env)), stdout=subprocess.PIPE,
+        proc = subprocess.Popen(list(argv), env=dict(os.environ, **env), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         for line in proc.stdout:
             sys.stdout.write(line)

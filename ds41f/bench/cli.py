@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import yaml
 
-from ds41f import paths
+from ds41f import paths, secret_env
 from ds41f.bench import (
     client,
     doctor,
@@ -68,8 +69,9 @@ def add_parser(sub):
                                      "compares with a reference and exits non-zero on a regression")
     p.add_argument("--url", default="http://127.0.0.1:8000", help="the server (the head node's API)")
     p.add_argument("--model", help="served model name (default: the server's first)")
-    p.add_argument("--api-key-file", help="file holding the API key (KEY or VLLM_API_KEY=KEY; default: "
-                                          "$DS41F_API_KEY, else none)")
+    p.add_argument("--api-key-file", help="file holding the API key (KEY or VLLM_API_KEY=KEY), - for standard input; "
+                                          "default: $DS41F_API_KEY, else none. Never give the key itself as an "
+                                          "argument: every local user sees a command line")
     p.add_argument("--output", help="report folder (default: reports/bench/<UTC time>)")
     p.add_argument("--suites", "--suite", type=_words(SUITES, ("all",)), default=None,
                    help="comma list of %s, or all (default: %s; --full: every suite but compliance)"
@@ -151,11 +153,12 @@ async def _model(url, api_key, name=None):
     return name or entry["id"], (entry or {}).get("max_model_len")
 
 
-def api_key(path):
-    """The key from a file (a bare key, or the serve stage's env file line VLLM_API_KEY=...), or $DS41F_API_KEY."""
+def api_key(path, stdin=sys.stdin):
+    """The key from a file or standard input (``-``): a bare key, or the serve stage's env file line
+    VLLM_API_KEY=...; else $DS41F_API_KEY (held by secret_env, so no process the bench starts inherits it)."""
     if not path:
-        return os.environ.get("DS41F_API_KEY") or None
-    text = Path(path).read_text().strip()
+        return secret_env.held("DS41F_API_KEY") or os.environ.get("DS41F_API_KEY") or None
+    text = (stdin.read() if path == "-" else Path(path).read_text()).strip()
     for line in text.splitlines():
         if line.startswith("VLLM_API_KEY="):
             return line.split("=", 1)[1].strip()

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from ds41f import paths
+from ds41f import paths, runs
 
 MARGIN_GIB = 1.0
 LOCAL = "local"
@@ -45,13 +46,13 @@ def mem_available_gib(meminfo_text):
 def ssh_argv(hostvars, host, command=("cat", "/proc/meminfo")):
     """The ssh command line that runs a read-only ``command`` on one node with its inventory connection
     settings (by default: read its /proc/meminfo)."""
-    argv = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new"]
+    # ansible.cfg's host key check too: the node's key must be the one pinned in the site's known_hosts.
+    argv = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"] + runs.ssh_options()
     if hostvars.get("ansible_port"):
         argv += ["-p", str(hostvars["ansible_port"])]
     if hostvars.get("ansible_ssh_private_key_file"):
         argv += ["-i", str(hostvars["ansible_ssh_private_key_file"])]
-    for extra in (hostvars.get("ansible_ssh_common_args") or "").split():
-        argv.append(extra)
+    argv += shlex.split(hostvars.get("ansible_ssh_common_args") or "")
     address = hostvars.get("ansible_host", host)
     user = hostvars.get("ansible_user")
     return argv + ["%s@%s" % (user, address) if user else address, *command]

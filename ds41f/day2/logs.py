@@ -1,6 +1,7 @@
 """`ds41f logs [NODE] [--follow] [--lines N]`: the engine container's log of every rank, each line after its
 node's name. The last lines come through playbooks/day2/logs.yml; --follow then keeps one ssh per node open
-(`docker logs --follow`), with the connection settings that playbook reads from the inventory."""
+(`docker logs --follow` through the collection's redaction on the node), with the connection settings that
+playbook reads from the inventory. Either way every secret the node knows is redacted there."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
-from ds41f import runs
+from ds41f import paths, runs
 from ds41f.day2 import common
 
 
@@ -21,7 +23,7 @@ def prefixed(node, lines, width):
 def ssh_argv(ssh, remote):
     """ssh to a node as the inventory says (host, user, port, key, common args), running ``remote``."""
     # -tt: the remote `docker logs --follow` gets a terminal, so it ends (SIGHUP) when this ssh does.
-    argv = ["ssh", "-tt", "-o", "BatchMode=yes"] + runs.ssh_keepalive_args()
+    argv = ["ssh", "-tt", "-o", "BatchMode=yes"] + runs.ssh_options()
     if ssh.get("key"):
         argv += ["-i", ssh["key"]]
     if str(ssh.get("port") or ""):
@@ -32,7 +34,13 @@ def ssh_argv(ssh, remote):
 
 
 def follow_argv(reading, lines):
-    remote = shlex.join(["docker", "logs", "--follow", "--tail", str(lines), reading["container"]]) + " 2>&1"
+    """ssh running the collection's redaction program on the node (plugins/module_utils/redaction.py, stdlib only):
+    it follows the container's log and redacts every secret the node knows before a line leaves it."""
+    paths.import_collection()
+    from ansible_collections.dgxspark.ds41f.plugins.module_utils import redaction
+
+    source = Path(redaction.__file__).read_text()
+    remote = shlex.join(["python3", "-c", source, reading["container"], str(lines), *(reading.get("key_files") or [])])
     return ssh_argv(reading["ssh"], remote)
 
 

@@ -7,7 +7,7 @@ from ds41f import paths
 from ds41f.day2 import common
 
 paths.import_collection()
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift  # noqa: E402  (the doctor's own words)
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift, live_checks  # noqa: E402  (the doctor's)
 
 STALL_FIX = ("a hung collective or kernel; only a stop and start of every rank recovers it: ds41f run serve -e "
              "'{\"serve_replace\": true}' (docker logs on each rank first)")
@@ -122,6 +122,11 @@ def watchdog(reading):
     if not state:
         return None, None
     text = "watchdog: breaker %s, %s restart(s)" % (state.get("breaker", "closed"), state.get("restarts", 0))
+    if state.get("failed_restarts"):
+        text += ", %s could not run" % state["failed_restarts"]
+    if live_checks.restart_could_not_run(state):  # not counted: the next stalls try again
+        return text, "serving watchdog's restart could not run (not counted as a restart): %s. Fix: %s" % (
+            state.get("last_failure"), live_checks.WATCHDOG_ACCESS_FIX)
     if state.get("breaker") == "open":
         return text, "serving watchdog left the group down: %s" % state.get("reason")
     if state.get("last_restart") and state.get("last_restart_ok") is False:
@@ -141,11 +146,17 @@ def report(readings, failed=()):
                 lines += [line] if line else []
                 problems += [problem] if problem else []
     for node, task, msg in failed:
-        lines.append("%-6s not read: %s: %s" % (node, task, msg))
-        if drift.is_silent(msg):  # connected, then nothing: a frozen node, with the doctor's fix
-            problems.append("%s: connected, no reply (%s). Fix: %s" % (node, msg, drift.SILENT_FIX))
+        row = drift.unreachable_row(node, task, {"msg": msg})  # the doctor's row for it, as data
+        first = str(msg).strip().splitlines()[0] if msg else "failed"
+        if (row.get("object") or {}).get("kind") == "host key":  # not the pinned key: ssh stopped, nothing ran
+            lines.append("%-6s not read: %s: host key %s" % (node, task, row["found"]))
+            problems.append("%s: host key: %s. Fix: %s" % (node, row["found"], row["fix"]))
+        elif drift.is_silent(first):  # connected, then nothing: a frozen node, with the doctor's fix
+            lines.append("%-6s not read: %s: %s" % (node, task, first))
+            problems.append("%s: connected, no reply (%s). Fix: %s" % (node, first, drift.SILENT_FIX))
         else:
-            problems.append("%s: not read (%s)" % (node, msg))
+            lines.append("%-6s not read: %s: %s" % (node, task, first))
+            problems.append("%s: not read (%s)" % (node, first))
     return lines, problems
 
 
@@ -155,7 +166,7 @@ def main(inventory, env, limit=None, passthrough=()):
     if not readings and result.rc != 0:
         common.report_failures(result, "status")
         return result.rc
-    failed = [(h, t, str(m).strip().splitlines()[0] if m else "failed") for h, t, m in result.failures()]
+    failed = result.failures()
     lines, problems = report(readings, failed)
     print("\n".join(lines))
     for problem in problems:

@@ -84,10 +84,11 @@ class Lab:
         if created:  # new machines: facts cached for the old ones no longer hold
             self.forget_facts()
         self.wait_systemd(cluster, log=log)
+        self.new_host_keys(created)
         wired = self.wire(cluster)
         self.authorize(cluster)
         self.wait_ssh(cluster)
-        self.write_inventory(site_path, raw)
+        self.write_inventory(site_path, raw, self.host_keys(cluster))
         log("lab %s: %d nodes up (%s), %d cable paths wired, inventory %s (%.0f s)" % (
             self.name, len(cluster.nodes), cluster.shape.name, wired,
             self.inventory.relative_to(paths.ROOT), time.monotonic() - start))
@@ -199,6 +200,25 @@ class Lab:
             count += 1
         return count
 
+    def new_host_keys(self, nodes):
+        """A new node's own SSH host keys, as a machine makes them at its first boot: the image's, made once when it
+        was built, would be every node's."""
+        for name in nodes:
+            podman.exec_(self.container(name), "sh", "-c", "rm -f /etc/ssh/ssh_host_*_key /etc/ssh/ssh_host_*_key.pub "
+                         "&& ssh-keygen -A && systemctl restart ssh")
+
+    def host_keys(self, cluster):
+        """The known_hosts of the lab: each node's public host keys read inside its container (not over the
+        network, where anything could answer), under its management address."""
+        lines = []
+        for node in cluster.nodes:
+            out = podman.exec_(self.container(node.name), "sh", "-c", "cat /etc/ssh/ssh_host_*_key.pub").stdout
+            for key in out.splitlines():
+                words = key.split()
+                if len(words) >= 2:
+                    lines.append("%s %s %s %s" % (node.address, words[0], words[1], node.name))
+        return "".join(line + "\n" for line in lines)
+
     def authorize(self, cluster):
         pub = (self.key.with_suffix(".pub")).read_text()
         for node in cluster.nodes:
@@ -220,8 +240,9 @@ class Lab:
                     raise podman.LabError("%s (%s): no SSH after %d s" % (node.name, node.address, timeout))
                 time.sleep(0.3)
 
-    def write_inventory(self, site_path, raw):
-        """The site as written, plus how to reach the lab nodes: the playbooks' inventory."""
+    def write_inventory(self, site_path, raw, pinned):
+        """The site as written, plus how to reach the lab nodes, and their pinned host keys beside it (the known_hosts
+        the inventory plugin points ssh at): the playbooks' inventory."""
         if self.inventory.exists():
             shutil.rmtree(self.inventory)
         self.inventory.mkdir(parents=True)
@@ -229,12 +250,11 @@ class Lab:
         site["ssh_user"] = "root"
         site["vars"] = dict(raw.get("vars") or {}, **{
             "ansible_ssh_private_key_file": str(self.key),
-            "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
-                                       "-o LogLevel=ERROR",
             "spark_lab": self.name,
         })
         header = "# Written by `ds41f lab up` from %s; edit that file, not this one.\n" % site_path
         (self.inventory / "hosts.spark.yml").write_text(header + yaml.safe_dump(site, sort_keys=False))
+        (self.inventory / "known_hosts").write_text(pinned)
         for sub in ("group_vars", "host_vars"):
             src = site_path.parent / sub
             if src.is_dir():

@@ -13,7 +13,7 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils import serve_prefli
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import host_fact, plain
 from ansible_collections.dgxspark.ds41f.plugins.modules import serve_preflight as module_doc
 
-SETTINGS = ("replace", "allow_reshape", "unqualified_shape", "master_port", "release", "image", "image_id")
+SETTINGS = ("replace", "allow_reshape", "restart", "unqualified_shape", "master_port", "release", "image", "image_id")
 
 
 class ActionModule(ActionBase):

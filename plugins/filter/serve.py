@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import boot_markers, engine_state, launch, recipe
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import boot_markers, launch, recipe
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 
 
@@ -29,11 +29,6 @@ def docker_command(spec, image=None, api_key_file=None):
     import shlex
 
     return " ".join(shlex.quote(a) for a in launch.docker_run(plain(spec), image, api_key_file))
-
-
-def redact_log(text):
-    """A log with the value of every api_key assignment redacted (SGLang logs its whole server_args at start)."""
-    return engine_state.redact_text(text or "")
 
 
 def boot_markers_missing(log, markers):
@@ -66,6 +61,5 @@ class FilterModule:
             "boot_markers_missing": boot_markers_missing,
             "boot_markers_found": boot_markers_found,
             "boot_fallbacks": boot_fallbacks,
-            "redact_log": redact_log,
             "guard_gib": guard_gib,
         }

@@ -23,6 +23,12 @@ description:
   - Sets the collection's recipe (its C(group_vars/all/*.yml)) on the group C(all), below every C(group_vars)
     file, so no vars plugin needs to be enabled.
   - The file name must end in C(.spark.yml) or C(.spark.yaml).
+  - Host keys are pinned in the file C(known_hosts) beside the site file (`ds41f hostkeys` records it; the lab
+    writes its own). Every node's C(ansible_ssh_common_args) starts with C(-o UserKnownHostsFile=<that file>) (a
+    value the site's O(vars) sets follows it), so with the project's C(StrictHostKeyChecking=yes) a node whose key
+    is not the pinned one is unreachable. The cluster group carries the pinned entries of its nodes as
+    C(spark_known_hosts) (the serve stage gives them to the head's watchdog) and the file's path as
+    C(spark_known_hosts_file).
 options:
   plugin:
     description: The name of this plugin.
@@ -90,10 +96,13 @@ nodes:
   - {name: dgx4, address: 192.168.1.14}
 """
 
+import os
+import shlex
+
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import topology
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import known_hosts, topology
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 from ansible_collections.dgxspark.ds41f.plugins.plugin_utils import recipe_files
 
@@ -118,6 +127,23 @@ class InventoryModule(BaseInventoryPlugin):
         except topology.TopologyError as exc:
             raise AnsibleParserError(str(exc)) from exc
         self.populate(cluster, site)
+        self.pin_host_keys(cluster, os.path.join(os.path.dirname(os.path.abspath(path)), known_hosts.FILE_NAME))
+
+    def pin_host_keys(self, cluster, pinned):
+        """Every node checked against the site's known_hosts (absent: no node is reachable until it is recorded)."""
+        try:
+            with open(pinned) as handle:
+                text = handle.read()
+        except FileNotFoundError:
+            text = ""
+        own = cluster.extra_vars.get("ansible_ssh_common_args") or ""
+        args = " ".join(filter(None, ("-o UserKnownHostsFile=%s" % shlex.quote(pinned), own)))
+        port = cluster.extra_vars.get("ansible_port") or 22
+        tokens = [known_hosts.host_token(node.address, port) for node in cluster.nodes]
+        for node in cluster.nodes:
+            self.inventory.set_variable(node.name, "ansible_ssh_common_args", args)
+        self.inventory.set_variable("spark_cluster", "spark_known_hosts_file", pinned)
+        self.inventory.set_variable("spark_cluster", "spark_known_hosts", known_hosts.lines_for(text, tokens))
 
     def populate(self, cluster, site):
         inv = self.inventory

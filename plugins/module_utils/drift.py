@@ -201,7 +201,24 @@ def silent_row(node, task_name, seconds, seen):
 
 
 def unreachable_row(node, task_name, result, budget_s=None):
-    msg = _first_line(result.get("msg")) or "unreachable"
+    """The row of a node a task could not reach: frozen, a host key that is not the pinned one (ssh's strict check
+    against the site's known_hosts, whose path its message names), or not reachable at all."""
+    text = str(result.get("msg") or "")
+    msg = _first_line(text) or "unreachable"
+    if "host key verification failed" in text.lower():
+        site = "-i %s" % os.path.dirname(text.split("Add correct host key in ", 1)[1].split()[0]) \
+            if "Add correct host key in " in text else "-i <site folder> (--lab <name> for a lab)"
+        if "IDENTIFICATION HAS CHANGED" in text:
+            return row(node, "connection", "%s host key (%s)" % (node, task_name), "the key pinned in its site's "
+                       "known_hosts", "another key (ssh: REMOTE HOST IDENTIFICATION HAS CHANGED); nothing was run "
+                       "on it", "do not trust it until you know why: compare the fingerprint `ds41f hostkeys %s "
+                       "--check` prints with `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on %s's console; if "
+                       "they match (reinstalled, new keys), accept it: ds41f hostkeys %s --accept %s" % (
+                           site, node, site, node), about=("host key", node))
+        return row(node, "connection", "%s host key (%s)" % (node, task_name), "a key pinned in its site's "
+                   "known_hosts", "none pinned (%s)" % _first_line(text.split(": ", 1)[-1], 120),
+                   "record it at first contact: ds41f hostkeys %s, comparing the fingerprints it prints with each "
+                   "node's console" % site, about=("host key", node))
     if is_silent(msg):
         return silent_row(node, task_name, budget_s, msg)
     return row(node, "connection", "reach the node (%s)" % task_name, "reachable over SSH", msg,

@@ -9,40 +9,13 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import redaction
+
 BACKUP_SUFFIX = "-replaced"
-# A container's environment holds the API key (VLLM_API_KEY from the key file) and may hold other credentials:
-# a variable whose name has one of these words (split on "_") keeps its name and loses its value in anything a
-# module returns, since results land in job events, logs and fact caches.
-SECRET_WORDS = frozenset(("KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIALS", "CREDENTIAL"))
-REDACTED = "(redacted)"
-
-
-def is_secret(name):
-    return any(word in SECRET_WORDS for word in str(name).upper().split("_"))
-
-
-def redact_env(items, keep=()):
-    """``KEY=VALUE`` items (docker's Config.Env) with the value of every secret-named variable not in ``keep``
-    replaced by REDACTED; ``keep`` names variables whose value the caller already holds (the rendered spec's)."""
-    out = []
-    for item in items or []:
-        name, sep, _ = str(item).partition("=")
-        out.append("%s=%s" % (name, REDACTED) if sep and is_secret(name) and name not in keep else item)
-    return out
-
-
-# A log line can hold a key itself: SGLang 0.5.23 logs its whole server_args at start ("server_args={...
-# 'api_key': '<key>' ...}"), the key from its --config file included. What a module returns of a log line has
-# the values it knows (the head's key file) and any api_key assignment redacted.
-_KEY_ASSIGNMENT = re.compile(r"""(api[_-]?key['"]?\s*[:=]\s*['"]?)([^'"\s,;}]+)""", re.IGNORECASE)
-
-
-def redact_text(text, values=()):
-    """``text`` with every one of ``values`` (known secrets) and the value of any api_key assignment redacted."""
-    for value in values:
-        if value:
-            text = text.replace(value, REDACTED)
-    return _KEY_ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED, text)
+# What a module returns never holds a secret: the redaction rules live in redaction.py (stdlib only, so `ds41f logs
+# --follow` runs the same file on a node), and are named here too for the modules that read the engine.
+REDACTED, SECRET_WORDS, is_secret = redaction.REDACTED, redaction.SECRET_WORDS, redaction.is_secret
+redact_env, redact_text = redaction.redact_env, redaction.redact_text
 
 
 def api_key(path):

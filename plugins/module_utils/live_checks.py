@@ -230,12 +230,28 @@ def serving_group(hosts, head, guard_unit, served_names):
     return findings, unchecked
 
 
+def restart_could_not_run(state):
+    """The watchdog's last restart attempt could not run (a restart command failed), no restart ran since, and its
+    last look found the group still not serving (a group that serves again, mended by hand, is no longer a problem;
+    the attempt stays in its count, its records and its journal)."""
+    return (bool(state.get("last_failed_restart")) and state["last_failed_restart"] > (state.get("last_restart") or 0)
+            and state.get("verdict") not in ("answering", "moving"))
+
+
+WATCHDOG_ACCESS_FIX = ("the head's watchdog restarts each worker over ssh with its own key, checked against the "
+                       "site's pinned host keys: ds41f doctor names a missing key entry or known_hosts, and ds41f "
+                       "run serve puts them back")
+
+
 def watchdog_findings(node, state):
-    """The serving watchdog's state file: a tripped circuit breaker, or a restart that did not bring the group
-    back, is a row; a watchdog that restarted the group once and it answers again is not."""
+    """The serving watchdog's state file: a tripped circuit breaker, a restart that could not run, or a restart that
+    did not bring the group back, is a row; a watchdog that restarted the group once and it answers again is not."""
     if not state:
         return []
     out = []
+    if restart_could_not_run(state):
+        out.append(finding(node, "serve", "serving watchdog (restart could not run)", "every rank restarted",
+                           state.get("last_failure") or "a restart command failed", WATCHDOG_ACCESS_FIX))
     if state.get("breaker") == "open":
         out.append(finding(node, "serve", "serving watchdog (circuit breaker)", "closed",
                            "open: %s" % (state.get("reason") or "no reason recorded"),

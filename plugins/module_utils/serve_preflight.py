@@ -58,7 +58,8 @@ def _image_problems(nodes, image_ref):
 def check(nodes, shape, settings):
     """``nodes``: [{name, rank, node, serve, spec, fabric}] in rank order, ``unread`` (why) on a node whose serving
     state this run could not read (its facts are an older run's, so none is judged); ``settings``: replace,
-    allow_reshape, unqualified_shape, master_port, release, image (the reference that will run)."""
+    allow_reshape, restart (start anew, a rotated key), unqualified_shape, master_port, release, image (the reference
+    that will run)."""
     problems, unchecked = [], []
     head = nodes[0]
     unread = [n for n in nodes if n.get("unread")]
@@ -123,7 +124,7 @@ def check(nodes, shape, settings):
                                  "9999)." % (port, head["name"], ports[0], ports[1], ports[0]), head["name"],
                                  "setting serve_master_port", "below %d" % ports[0], port))
 
-    start, running = False, []
+    start, running = bool(settings.get("restart")), []  # restart: a start anew even of ranks that run their spec
     for node in nodes:
         found = _running(node)
         want = node["spec"]["labels"]

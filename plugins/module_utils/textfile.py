@@ -63,6 +63,8 @@ def watchdog_metrics(state):
         ("watchdog_breaker_open", "gauge", "1 when the circuit breaker left the group down.",
          [({}, 1 if state.get("breaker") == "open" else 0)]),
         ("watchdog_restarts_total", "counter", "Group restarts by the watchdog.", [({}, state.get("restarts", 0))]),
+        ("watchdog_failed_restarts_total", "counter", "Restarts that could not run (a restart command failed).",
+         [({}, state.get("failed_restarts", 0))]),
         ("watchdog_last_restart_timestamp_seconds", "gauge", "When the watchdog last restarted the group (0: never).",
          [({}, state.get("last_restart") or 0)]),
         ("watchdog_verdict", "gauge", "The last look's verdict (1 for the one it was).",

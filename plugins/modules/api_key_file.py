@@ -16,7 +16,11 @@ description:
     good.
   - A file that lost its generated key (deleted, or edited by hand) gets back the key the running engine
     (O(container)) was started with, so the group keeps answering; only without such an engine is a new key
-    generated.
+    generated. Deleting the file therefore does not rotate a key - O(rotate) does.
+  - With O(rotate), a new key is generated (or the recipe's is written), whatever the file or the engine hold; the
+    serve stage then starts every rank anew, so the head serves with it (C(serve_rotate_key)).
+  - A running engine started with another key than the file's (a recipe key changed, a rotation whose start
+    failed) is a drift entry, with the rotation as its fix.
 options:
   path:
     description: The key file.
@@ -30,6 +34,11 @@ options:
     description: The engine container on this node whose C(VLLM_API_KEY) restores a generated key the file lost.
     type: str
     default: ""
+  rotate:
+    description: Write a new key - the recipe's, else a newly generated one - even where the file or the running
+      engine holds one.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -38,8 +47,9 @@ attributes:
     support: none
     description: The key is never shown.
   idempotent:
-    support: full
-    description: A file that holds the key, with its modes, is left alone.
+    support: partial
+    description: A file that holds the key, with its modes, is left alone; O(rotate) writes a new key every time
+      it is given.
 author:
   - ds41f maintainers (!UNKNOWN)
 """
@@ -125,33 +135,45 @@ def running_key(module, container):
 
 MODULE_SPEC = dict(argument_spec={"path": {"type": "path", "required": True},
                                   "recipe_key": {"type": "str", "default": "", "no_log": True},
-                                  "container": {"type": "str", "default": ""}},
+                                  "container": {"type": "str", "default": ""},
+                                  "rotate": {"type": "bool", "default": False}},
                    supports_check_mode=True)
 
 
 def run(module):
-    path, wanted = module.params["path"], module.params["recipe_key"]
+    path, wanted, rotate = module.params["path"], module.params["recipe_key"], module.params["rotate"]
     folder = os.path.dirname(path)
     current = held(path)
-    running = None if wanted or current else running_key(module, module.params["container"])
-    key = wanted or current or running
+    running = running_key(module, module.params["container"])
+    key = None if rotate and not wanted else wanted or current or running
     # What differs, for the doctor's table: never the key itself, only whether it is the one wanted.
     plan = Plan(module)
     plan.manages("directory", folder, mode="0700", owner="root", group="root")
     plan.manages("file", path, mode="0600", owner="root", group="root")
     root_only(plan, folder, 0o700)
-    if key is None or current != key:
+    if rotate:
+        plan.change(path, "a new key (serve_rotate_key)" if not wanted else "the recipe's key (serve_rotate_key)",
+                    "the key in use" if current else "no key", "write %s (root, 0600) with %s" % (
+                        path, "a newly generated key" if not wanted else "the recipe's key"), about=("file", path))
+    elif key is None or current != key:
         plan.change(path, "the recipe's key" if wanted else "a key", "another key" if current else "no key",
                     "write %s (root, 0600)%s" % (path, " with the key the running engine %s was started with"
-                                                  % module.params["container"] if running else ""))
+                                                  % module.params["container"] if running and not current else ""),
+                    about=("file", path))
     else:
         root_only(plan, path, 0o600)
+    if running and key and running != key and not rotate:
+        # The running head answers to another key than the file's: readiness, status and the smoke request fail.
+        plan.drift.append({"setting": "%s API key" % module.params["container"], "expected": "the key in %s" % path,
+                           "found": "another key (it started before the key changed)",
+                           "fix": "ds41f run serve -e '{\"serve_rotate_key\": true}' (a new key, every rank started "
+                                  "anew)", "object": {"kind": "container", "name": module.params["container"]}})
     if module.check_mode or not plan.actions:
         module.exit_json(**plan.result())
     os.makedirs(folder, mode=0o700, exist_ok=True)
     os.chown(folder, 0, 0)
     os.chmod(folder, 0o700)
-    key = key or secrets.token_hex(24)
+    key = key or new_key(current, running)
     if current != key:
         tmp = path + ".tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -161,6 +183,14 @@ def run(module):
     os.chown(path, 0, 0)
     os.chmod(path, 0o600)
     module.exit_json(**plan.result())
+
+
+def new_key(*old):
+    """192 random bits as 48 hex digits, never one of the old keys."""
+    while True:
+        key = secrets.token_hex(24)
+        if key not in old:
+            return key
 
 
 def main():

@@ -130,6 +130,7 @@ def _payload():  # pragma: no cover
         memory_saver_state,
         netplan,
         qualify,
+        redaction,
         run_all,
         swap_plan,
         topology,

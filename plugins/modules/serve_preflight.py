@@ -45,6 +45,11 @@ options:
     description: Consent to replace a running engine of another shape.
     type: bool
     default: false
+  restart:
+    description: Start every rank anew even where it runs its spec (a rotated API key, which the running head was
+      started with); needs O(replace) where an engine runs.
+    type: bool
+    default: false
   unqualified_shape:
     description: Start a shape no release benchmark qualified.
     type: bool

@@ -82,6 +82,13 @@ MUTATIONS = {
         ("stop", lambda o: True, lambda o: "docker stop --time 10 %s >/dev/null" % q(o["name"])),
         ("remove", lambda o: True, lambda o: "docker rm -f %s >/dev/null" % q(o["name"])),
     ],
+    # One marked line of a file others share (root's authorized_keys): only that line is changed, never the file.
+    "authorized_key": [
+        ("remove the entry", lambda o: o.get("state") != "absent",
+         lambda o: "sed -i '/ %s$/d' %s" % (o["marker"], q(o["name"]))),
+        ("widen the entry", lambda o: o.get("state") != "absent",
+         lambda o: "sed -i '/ %s$/s/^restrict,//' %s" % (o["marker"], q(o["name"]))),
+    ],
 }
 
 # Docker is read only while its unit runs: a look at the socket of a stopped one starts it (docker.socket).
@@ -99,6 +106,7 @@ READ = {
     # Its state and spec, not its ID: the fix starts the whole group anew, every rank a new container of one spec.
     "container": DOCKER_UP + 'docker inspect -f \'{{.State.Status}} {{index .Config.Labels "ds41f.spec"}}\' "$N" '
                  '2>/dev/null || echo absent; else echo docker down; fi',
+    "authorized_key": 'grep " ds41f-watchdog$" "$N" 2>/dev/null | sha256sum | cut -c1-16',
 }
 
 

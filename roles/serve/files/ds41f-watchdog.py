@@ -13,10 +13,13 @@ plugins/module_utils/engine_progress.py: a streamed request with a first-token d
 counters before and after). After ``stalls`` stalled looks in a row (requests in flight, nothing moving; a
 prefill that still moves is never a stall) it restarts the group in the serve stage's order - workers, then the
 head - waits until /v1/models answers and a first token comes, and appends the restart to ``records`` (beside the
-serve stage's release records). The
-circuit breaker: a second stall within ``window_s`` of a restart restarts nothing; the group is left as it is and
-the state file and the journal say why. The state file is what `ds41f status` and the doctor read; the same
-state goes to node_exporter's textfile folder as ds41f_watchdog.prom (when ``textfile_dir`` is set).
+serve stage's release records). Each worker is restarted over ssh with the head's own key, which each worker's
+authorized_keys lets run that one restart only, checked against the site's pinned host keys. A restart whose
+command failed did not run: it is recorded as a failure (``failed_restarts``, ``last_failure``), not as a restart,
+and the next stalls try again. The circuit breaker: a second stall within ``window_s`` of a restart that ran
+restarts nothing; the group is left as it is and the state file and the journal say why. The state file is what
+`ds41f status` and the doctor read; the same state goes to node_exporter's textfile folder as ds41f_watchdog.prom
+(when ``textfile_dir`` is set).
 """
 
 import json
@@ -89,18 +92,38 @@ def write_state(path, state, textfile_dir=None):
 
 
 def restart(config, key):
-    """Workers, then the head (config's order); then readiness and a first token. (ok, what happened)."""
+    """Workers, then the head (config's order); then readiness and a first token. (ran, ok, what happened): a
+    restart command that failed (a worker the head cannot reach, a host key that is not the pinned one) stops there
+    and the restart did not run; one that ran and brought no first token ran but is not ok."""
     for argv in config["restart"]:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return False, False, "%s: %s" % (" ".join(argv), exc)
         if done.returncode != 0:
-            return False, "%s: exit %d: %s" % (" ".join(argv), done.returncode, (done.stderr or done.stdout).strip())
+            why = " ".join((done.stderr or done.stdout).split())[-300:]
+            return False, False, "%s: exit %d: %s" % (" ".join(argv), done.returncode, why)
     deadline = time.monotonic() + float(config["ready_timeout_s"])
     while time.monotonic() < deadline:
         verdict = progress.probe(open_url, config["api_url"], key, config["model"], float(config["first_token_s"]))
         if verdict["state"] == "answering":
-            return True, "ready again, %s" % verdict["seen"]
+            return True, True, "ready again, %s" % verdict["seen"]
         time.sleep(5)
-    return False, "not ready within %s s of the restart" % config["ready_timeout_s"]
+    return True, False, "not ready within %s s of the restart" % config["ready_timeout_s"]
+
+
+def after_restart(state, now, ran, ok, what):
+    """The state after a restart attempt. Only a restart that ran counts (``restarts``, and ``last_restart``, which
+    the breaker's window is measured from); one that could not run is a failure of its own (``failed_restarts``,
+    ``last_failed_restart``, ``last_failure``), and the next stalls try again."""
+    state["stalls"] = 0
+    if ran:
+        state.update(last_restart=now, restarts=state.get("restarts", 0) + 1, last_restart_ok=ok,
+                     last_restart_result=what)
+    else:
+        state.update(failed_restarts=state.get("failed_restarts", 0) + 1, last_failed_restart=now,
+                     last_failure=what)
+    return state
 
 
 def record(path, entry):
@@ -129,11 +152,12 @@ def main(argv):
         action = decide(state, verdict, now, config)
         if action == "restart":
             log("STALL: %s; restarting the group (workers, then the head)" % verdict["seen"])
-            ok, what = restart(config, key)
-            state.update(last_restart=now, restarts=state.get("restarts", 0) + 1, stalls=0,
-                         last_restart_ok=ok, last_restart_result=what)
-            record(config["records"], {"time": stamp(now), "seen": verdict["seen"], "ok": ok, "result": what})
-            log("restart %s: %s" % ("done" if ok else "FAILED", what))
+            ran, ok, what = restart(config, key)
+            after_restart(state, now, ran, ok, what)
+            record(config["records"], {"time": stamp(now), "seen": verdict["seen"], "ran": ran, "ok": ok,
+                                       "result": what})
+            log("restart %s: %s" % ("done" if ok else "FAILED" if ran else "COULD NOT RUN (not counted; the next "
+                                    "stalls try again)", what))
         elif action == "breaker" and state.get("logged_breaker") != state["last_restart"]:
             state["logged_breaker"] = state["last_restart"]
             log("CIRCUIT BREAKER OPEN: %s" % state["reason"])

@@ -32,5 +32,9 @@ def test_cluster_nodes_come_from_the_inventory_without_connecting():
     assert sorted(hosts) == ["dgx1", "dgx2", "dgx3", "dgx4"]
     argv = memory.ssh_argv(hosts["dgx3"], "dgx3")
     assert argv[0] == "ssh" and "BatchMode=yes" in argv and argv[-3:] == ["ubuntu@192.168.1.13", "cat", "/proc/meminfo"]
+    # the node's host key must be the one pinned beside the site file, as for every ansible connection
+    pinned = str((Path("inventories/ring4") / "known_hosts").resolve())
+    assert argv[argv.index("StrictHostKeyChecking=yes") - 1] == "-o"
+    assert argv[argv.index("UserKnownHostsFile=%s" % pinned) - 1] == "-o"
     lab_like = memory.ssh_argv({"ansible_host": "h", "ansible_port": 2222, "ansible_ssh_private_key_file": "k"}, "x")
     assert lab_like[-7:] == ["-p", "2222", "-i", "k", "h", "cat", "/proc/meminfo"]

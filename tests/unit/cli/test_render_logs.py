@@ -7,8 +7,10 @@ import pytest
 from ds41f import runs
 from ds41f.day2 import logs, render
 
-# What ansible.cfg gives every connection: keepalives and a connection timeout (the one place they are set).
-KEEPALIVE = ["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-o", "ConnectTimeout=10"]
+# What ansible.cfg gives every connection: keepalives, the host key check against the pinned known_hosts only, and
+# a connection timeout (the one place they are set).
+SSH_OPTIONS = ["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-o", "StrictHostKeyChecking=yes", "-o",
+               "GlobalKnownHostsFile=/dev/null", "-o", "ConnectTimeout=10"]
 
 ONE_LINE = ("docker run -d --name spark-ds41f --network host --env 'A=x y' --volume /m:/models:ro "
             "--label 'ds41f.shape=tp3 ctx2048' localhost/ds41f-lab-engine:r1 serve /models --served-model-name a b "
@@ -31,20 +33,25 @@ def test_log_lines_carry_their_node():
 
 @pytest.mark.parametrize("ssh, start", [
     ({"host": "172.30.120.12", "user": "root", "port": "", "key": "/lab/id_ed25519",
-      "args": "-o StrictHostKeyChecking=no -o LogLevel=ERROR"},
-     ["ssh", "-tt", "-o", "BatchMode=yes", *KEEPALIVE, "-i", "/lab/id_ed25519", "-o", "StrictHostKeyChecking=no", "-o",
-      "LogLevel=ERROR", "root@172.30.120.12"]),
+      "args": "-o UserKnownHostsFile=/lab/inventory/known_hosts -o StrictHostKeyChecking=no"},
+     ["ssh", "-tt", "-o", "BatchMode=yes", *SSH_OPTIONS, "-i", "/lab/id_ed25519", "-o",
+      "UserKnownHostsFile=/lab/inventory/known_hosts", "-o", "StrictHostKeyChecking=no", "root@172.30.120.12"]),
     ({"host": "192.168.1.12", "user": "", "port": 2222, "key": "", "args": ""},
-     ["ssh", "-tt", "-o", "BatchMode=yes", *KEEPALIVE, "-p", "2222", "192.168.1.12"]),
+     ["ssh", "-tt", "-o", "BatchMode=yes", *SSH_OPTIONS, "-p", "2222", "192.168.1.12"]),
 ])
-def test_follow_reaches_each_node_as_the_inventory_says(ssh, start):
-    argv = logs.follow_argv({"container": "spark-ds41f", "ssh": ssh}, 20)
+def test_follow_reaches_each_node_as_the_inventory_says_checking_its_host_key_first(ssh, start):
+    argv = logs.follow_argv({"container": "spark-ds41f", "ssh": ssh, "key_files": ["/etc/ds41f/serve/api-key.env"]},
+                            20)
     assert argv[:-1] == start
-    assert argv[-1] == "docker logs --follow --tail 20 spark-ds41f 2>&1"
+    # ssh keeps the first value of an option: the project's strict check comes before anything the site adds
+    assert argv.index("StrictHostKeyChecking=yes") < len(start) - 2
+    remote = shlex.split(argv[-1])
+    assert remote[:2] == ["python3", "-c"] and remote[3:] == ["spark-ds41f", "20", "/etc/ds41f/serve/api-key.env"]
+    assert "def main(argv)" in remote[2] and "docker" in remote[2]  # the redaction program itself, run on the node
 
 
-def test_follow_takes_ansible_cfgs_ssh_budget_so_a_frozen_node_ends_its_stream():
-    assert runs.ssh_keepalive_args() == KEEPALIVE
+def test_follow_takes_ansible_cfgs_ssh_budget_and_host_key_check():
+    assert runs.ssh_options() == SSH_OPTIONS
 
 
 @pytest.mark.parametrize("command, seconds", sorted(runs.TASK_TIMEOUT_S.items()))

@@ -2,6 +2,7 @@
 
 import copy
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import live_checks
 from ds41f.day2 import status
 
 # One worker and the head of a serving 3-node lab, as status.yml reports them (serve-lab, the stock kernel).
@@ -112,3 +113,21 @@ def test_the_watchdogs_state_is_shown_and_an_open_breaker_is_a_problem():
     head["watchdog"].update(breaker="open", reason="stalled again 120 s after the restart")
     _, problems = status.report([("dgx1", head)])
     assert problems == ["serving watchdog left the group down: stalled again 120 s after the restart"]
+
+
+def test_a_restart_that_could_not_run_is_shown_and_is_a_problem_until_one_runs():
+    head = copy.deepcopy(HEAD)
+    why = ("ssh -i /etc/ds41f/serve/watchdog/id_ed25519 ... root@172.30.120.12 docker restart spark-ds41f: exit 255: "
+           "Host key verification failed.")
+    head["watchdog"] = {"breaker": "closed", "restarts": 0, "last_restart": None, "failed_restarts": 1,
+                        "last_failed_restart": 50.0, "last_failure": why, "verdict": "stalled"}
+    lines, problems = status.report([("dgx1", head)])
+    assert lines[2] == "watchdog: breaker closed, 0 restart(s), 1 could not run"
+    assert problems == ["serving watchdog's restart could not run (not counted as a restart): %s. Fix: %s" % (
+        why, live_checks.WATCHDOG_ACCESS_FIX)]
+    mended = dict(head["watchdog"], verdict="answering")  # serving again, mended by hand: history, not a problem
+    assert status.report([("dgx1", dict(head, watchdog=mended))])[1] == []
+    head["watchdog"].update(restarts=1, last_restart=60.0, last_restart_ok=True)  # a later restart ran
+    lines, problems = status.report([("dgx1", head)])
+    assert lines[2] == "watchdog: breaker closed, 1 restart(s), 1 could not run" and problems == []
+

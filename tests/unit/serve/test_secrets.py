@@ -87,10 +87,9 @@ def test_the_doctors_reading_redacts_alike_and_keeps_the_specs_own(monkeypatch):
     assert live_state.redacted_file(None, ()) is None
 
 
-def test_a_failed_starts_kept_log_has_sglangs_key_redacted():
-    from ansible_collections.dgxspark.ds41f.plugins.filter import serve as serve_filters
+def test_a_kept_log_has_sglangs_key_redacted():
+    from ansible_collections.dgxspark.ds41f.plugins.module_utils import redaction
 
     line = "server_args=ServerArgs(model_path='/models', api_key='sk-lab-1234', port=8888)"
-    kept = serve_filters.redact_log(line)
+    kept = redaction.redact_text(line)
     assert "sk-lab-1234" not in kept and "api_key='(redacted)'" in kept and "port=8888" in kept
-    assert serve_filters.redact_log(None) == ""

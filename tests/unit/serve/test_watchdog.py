@@ -64,12 +64,47 @@ def test_a_restart_runs_its_commands_in_order_then_waits_for_a_first_token(watch
     config = {"api_url": "http://127.0.0.1:%d" % engine.server_port, "model": "ds41f-tiny", "first_token_s": 5,
               "ready_timeout_s": 30, "restart": [["sh", "-c", "echo worker >> %s" % order],
                                                  ["sh", "-c", "echo head >> %s" % order]]}
-    ok, what = watchdog.restart(config, "k")
-    assert ok and what.startswith("ready again, first token in ")
+    ran, ok, what = watchdog.restart(config, "k")
+    assert ran and ok and what.startswith("ready again, first token in ")
     assert order.read_text().split() == ["worker", "head"]
     failing = dict(config, restart=[["sh", "-c", "exit 3"], ["sh", "-c", "echo head >> %s" % order]])
-    ok, what = watchdog.restart(failing, "k")
-    assert not ok and "exit 3" in what and order.read_text().split() == ["worker", "head"]  # the head was not touched
+    ran, ok, what = watchdog.restart(failing, "k")
+    assert not ran and not ok and "exit 3" in what
+    assert order.read_text().split() == ["worker", "head"]  # the head was not touched
+
+
+def closed_port():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_restart_that_could_not_run_is_a_failure_not_a_restart_and_the_next_stalls_try_again(watchdog, tmp_path):
+    # A worker's restart as the serve stage writes it (tasks/watchdog.yml), by the real ssh, to a loopback port where
+    # nothing listens: it cannot run, as when the head's key or a host key is not what the worker expects.
+    config = dict(CONFIG, ready_timeout_s=5, restart=[[
+        "ssh", "-i", str(tmp_path / "id_ed25519"), "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o",
+        "ConnectTimeout=5", "-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=%s" % (tmp_path / "known"),
+        "-o", "GlobalKnownHostsFile=/dev/null", "-p", str(closed_port()), "root@127.0.0.1", "docker", "restart",
+        "spark-ds41f"], ["sh", "-c", "echo head >> %s" % (tmp_path / "order")]])
+    state = {"breaker": "closed", "restarts": 0, "last_restart": None}
+    looks = [watchdog.decide(state, STALLED, 100.0 + i, config) for i in range(CONFIG["stalls"])]
+    assert looks[-1] == "restart"
+    ran, ok, what = watchdog.restart(config, "k")
+    watchdog.after_restart(state, 110.0, ran, ok, what)
+    assert not ran and "exit 255" in what and "Connection refused" in what and not (tmp_path / "order").exists()
+    assert state["restarts"] == 0 and state["last_restart"] is None and state["failed_restarts"] == 1
+    assert state["last_failed_restart"] == 110.0 and state["last_failure"] == what and state["stalls"] == 0
+    # not counted: the next stalls restart again instead of opening the breaker
+    again = [watchdog.decide(state, STALLED, 120.0 + i, config) for i in range(CONFIG["stalls"])]
+    assert again[-1] == "restart" and state["breaker"] == "closed"
+    # a restart that ran counts, and the breaker's window starts from it
+    watchdog.after_restart(state, 130.0, True, True, "ready again")
+    assert state["restarts"] == 1 and state["last_restart"] == 130.0 and state["failed_restarts"] == 1
+    after = [watchdog.decide(state, STALLED, 140.0 + i, config) for i in range(CONFIG["stalls"])]
+    assert after[-1] == "breaker"
 
 
 def test_the_state_file_is_json_a_reader_can_load(watchdog, tmp_path):
@@ -88,6 +123,7 @@ def test_the_state_goes_to_node_exporters_textfile_folder_and_parses(watchdog, t
                                                                   .read_text())}
     assert families["ds41f_watchdog_breaker_open"].samples[0].value == 1
     assert families["ds41f_watchdog_restarts"].type == "counter"  # the parser drops a counter's _total
+    assert families["ds41f_watchdog_failed_restarts"].samples[0].value == 0
     assert {s.labels["verdict"]: s.value for s in families["ds41f_watchdog_verdict"].samples}["stalled"] == 1
     assert not list((tmp_path / "textfile").glob("*.tmp"))
 

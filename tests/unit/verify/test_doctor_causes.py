@@ -317,8 +317,16 @@ def test_the_watchdogs_open_breaker_or_failed_restart_is_a_row_one_good_restart_
     (row,) = live_checks.watchdog_findings("dgx1", {"breaker": "open", "reason": "stalled again 60 s after"})
     assert row["setting"] == "serving watchdog (circuit breaker)" and row["found"] == "open: stalled again 60 s after"
     (row,) = live_checks.watchdog_findings("dgx1", {"last_restart": 5.0, "last_restart_ok": False,
-                                                    "last_restart_result": "ssh ...: exit 255"})
-    assert row["found"] == "ssh ...: exit 255" and row["expected"] != row["found"]
+                                                    "last_restart_result": "not ready within 900 s of the restart"})
+    assert row["found"] == "not ready within 900 s of the restart" and row["expected"] != row["found"]
+    # a restart that could not run (it is not counted): a row of its own, until a later restart runs
+    failed = {"restarts": 0, "last_restart": None, "failed_restarts": 1, "last_failed_restart": 7.0,
+              "last_failure": "ssh ...: exit 255: Host key verification failed.", "verdict": "stalled"}
+    (row,) = live_checks.watchdog_findings("dgx1", failed)
+    assert row["setting"] == "serving watchdog (restart could not run)" and "Host key" in row["found"]
+    assert "pinned host keys" in row["fix"]
+    assert live_checks.watchdog_findings("dgx1", dict(failed, last_restart=9.0, last_restart_ok=True)) == []
+    assert live_checks.watchdog_findings("dgx1", dict(failed, verdict="answering")) == []
 
 
 def test_every_object_a_step_declares_is_listed_once_in_doctor_json_with_its_node_and_stage(tmp_path, monkeypatch):
