@@ -123,6 +123,29 @@ def test_one_step_stands_in_for_its_modules_task(tmp_path):
     assert "changed_paths" not in two  # with several steps, each result stays under results only
 
 
+def test_every_node_steps_task_of_the_collection_passes_the_controllers_step_checks():
+    """What the action plugin refuses at run time, found here from the task files: a step of several without a name,
+    an unknown setting, a module that cannot run as a step (a templated step, args or when is a run-time value)."""
+    import yaml
+
+    from tests.conftest import TASK_FILES, tasks
+
+    found = []
+    for path in TASK_FILES:
+        for task in tasks(yaml.safe_load(path.read_text())):
+            steps = (task.get("dgxspark.ds41f.node_steps") or {}).get("steps")
+            if not isinstance(steps, list):
+                continue
+            for i, step in enumerate(action.lone_step_named(steps, task.get("name") or "task")):
+                if not isinstance(step, dict):  # a templated step, a run-time value
+                    continue
+                runtime = {k: v for k, v in (("when", True), ("args", {})) if isinstance(step.get(k), str)}
+                problem = action.step_problem(i, dict(step, **runtime))
+                if problem:
+                    found.append("%s: %s: %s" % (path.relative_to(ROOT), task.get("name"), problem))
+    assert found == []
+
+
 def test_a_lone_step_takes_the_tasks_name_and_only_a_lone_one():
     assert action.lone_step_named([{"module": "live_state"}], "Read the node") == [
         {"module": "live_state", "name": "Read the node"}]
