@@ -214,11 +214,11 @@ def unreachable_row(node, task_name, result, budget_s=None):
                        "on it", "do not trust it until you know why: compare the fingerprint `ds41f hostkeys %s "
                        "--check` prints with `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on %s's console; if "
                        "they match (reinstalled, new keys), accept it: ds41f hostkeys %s --accept %s" % (
-                           site, node, site, node), about=("host key", node))
+                           site, node, site, node), about={"kind": "host key", "name": node})
         return row(node, "connection", "%s host key (%s)" % (node, task_name), "a key pinned in its site's "
                    "known_hosts", "none pinned (%s)" % _first_line(text.split(": ", 1)[-1], 120),
                    "record it at first contact: ds41f hostkeys %s, comparing the fingerprints it prints with each "
-                   "node's console" % site, about=("host key", node))
+                   "node's console" % site, about={"kind": "host key", "name": node})
     if is_silent(msg):
         return silent_row(node, task_name, budget_s, msg)
     return row(node, "connection", "reach the node (%s)" % task_name, "reachable over SSH", msg,

@@ -96,13 +96,15 @@ def restart(config, key):
     restart command that failed (a worker the head cannot reach, a host key that is not the pinned one) stops there
     and the restart did not run; one that ran and brought no first token ran but is not ok."""
     for argv in config["restart"]:
+        # What it restarts: a worker's from its ssh target on (root@<worker> docker restart ...), the head's whole.
+        what = " ".join(argv[next((i for i, word in enumerate(argv) if "@" in word), 0):])
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return False, False, "%s: %s" % (" ".join(argv), exc)
-        if done.returncode != 0:
-            why = " ".join((done.stderr or done.stdout).split())[-300:]
-            return False, False, "%s: exit %d: %s" % (" ".join(argv), done.returncode, why)
+            return False, False, "%s: %s" % (what, exc)
+        if done.returncode != 0:  # ssh ends with its verdict ("... Host key verification failed.")
+            said = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+            return False, False, "%s: exit %d: %s" % (what, done.returncode, " ".join(said[-2:]))
     deadline = time.monotonic() + float(config["ready_timeout_s"])
     while time.monotonic() < deadline:
         verdict = progress.probe(open_url, config["api_url"], key, config["model"], float(config["first_token_s"]))
