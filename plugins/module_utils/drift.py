@@ -215,8 +215,9 @@ def unreachable_row(node, task_name, result, budget_s=None):
                        "--check` prints with `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on %s's console; if "
                        "they match (reinstalled, new keys), accept it: ds41f hostkeys %s --accept %s" % (
                            site, node, site, node), about={"kind": "host key", "name": node})
+        seen = next((line for line in text.splitlines() if "host key is known" in line), msg)
         return row(node, "connection", "%s host key (%s)" % (node, task_name), "a key pinned in its site's "
-                   "known_hosts", "none pinned (%s)" % _first_line(text.split(": ", 1)[-1], 120),
+                   "known_hosts", "none pinned (ssh: %s)" % _first_line(seen.split("via ssh: ", 1)[-1], 140),
                    "record it at first contact: ds41f hostkeys %s, comparing the fingerprints it prints with each "
                    "node's console" % site, about={"kind": "host key", "name": node})
     if is_silent(msg):
