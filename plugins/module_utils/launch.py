@@ -32,7 +32,8 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils.engines.vllm import
 
 # Recipe keys the spec reads; anything else in the recipe is not part of a launch.
 RECIPE_KEYS = (
-    "release", "image", "container_name", "served_names", "port", "master_port", "model_dir", "model_mount",
+    "release", "image", "container_name", "served_names", "port", "engine_port", "master_port", "model_dir",
+    "model_mount",
     "entrypoint", "image_entrypoint", "args", "speculative", "compilation", "env", "env_files", "mounts", "devices",
     "gpus", "cap_add", "security_opt", "ulimits", "shm_size", "memory", "cpuset", "max_model_len", "kv_cache_bytes",
     "sparknet_env", "shape_launch", "engine", "api_key_required", "state_dir",

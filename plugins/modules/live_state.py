@@ -70,6 +70,11 @@ options:
   watchdog_state_file:
     description: The serving watchdog's state file (the head), returned as C(watchdog); omit to read none.
     type: path
+  listeners:
+    description: Also list the TCP ports the node listens on beyond loopback (C(ss -Hltn)), returned as
+      C(listeners), which the doctor tries from the controller.
+    type: bool
+    default: false
 extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
   - ds41f maintainers (!UNKNOWN)
@@ -130,6 +135,7 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils import (
     docker_daemon,
     engine_progress,
     engine_state,
+    exposure,
     live_checks,
 )
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import gpu, platform
@@ -303,6 +309,7 @@ MODULE_SPEC = dict(argument_spec={
     "progress_model": {"type": "str"},
     "first_token_s": {"type": "float", "default": 20, "no_log": False},  # a deadline, not a secret
     "watchdog_state_file": {"type": "path"},
+    "listeners": {"type": "bool", "default": False},
 }, supports_check_mode=True)
 
 
@@ -359,6 +366,11 @@ def run(module):
                             "reason": live.get("container_unread") or "the engine container %s is not running" % (
                                 spec or {}).get("name")})
     live["watchdog"] = watchdog_state(p["watchdog_state_file"]) if p["watchdog_state_file"] else None
+    if p["listeners"]:  # what the doctor tries from the controller (module_utils/exposure.py)
+        rc, out, _ = module.run_command(["ss", "-Hltn"])
+        live["listeners"] = exposure.listeners(out) if rc == 0 else None
+        if rc != 0:
+            skipped.append({"check": "listening ports", "reason": "ss -Hltn failed (rc %d)" % rc})
     drm = "/sys/module/nvidia_drm/parameters"
     live["nvidia_drm"] = {k: read("%s/%s" % (drm, k)) for k in ("modeset", "fbdev") if read("%s/%s" % (drm, k))
                           is not None} if os.path.isdir(drm) else None

@@ -82,6 +82,15 @@ MUTATIONS = {
         ("stop", lambda o: True, lambda o: "docker stop --time 10 %s >/dev/null" % q(o["name"])),
         ("remove", lambda o: True, lambda o: "docker rm -f %s >/dev/null" % q(o["name"])),
     ],
+    # The firewall's table (inet ds41f): a rule deleted (the one that admits the cluster's nodes), a port opened by
+    # hand, the whole table deleted.
+    "nft_table": [
+        ("delete a rule", lambda o: True,
+         lambda o: "nft delete rule %s input handle $(nft -a list chain %s input | awk '/own nodes/ {print $NF; "
+                   "exit}')" % (o["name"], o["name"])),
+        ("open a port by hand", lambda o: True, lambda o: "nft insert rule %s input tcp dport 9 accept" % o["name"]),
+        ("delete the table", lambda o: True, lambda o: "nft delete table %s" % o["name"]),
+    ],
 }
 
 # Docker is read only while its unit runs: a look at the socket of a stopped one starts it (docker.socket).
@@ -99,6 +108,7 @@ READ = {
     # Its state and spec, not its ID: the fix starts the whole group anew, every rank a new container of one spec.
     "container": DOCKER_UP + 'docker inspect -f \'{{.State.Status}} {{index .Config.Labels "ds41f.spec"}}\' "$N" '
                  '2>/dev/null || echo absent; else echo docker down; fi',
+    "nft_table": '(nft -s list table $N 2>/dev/null || echo absent) | sha256sum | cut -c1-16',
 }
 
 
@@ -177,6 +187,9 @@ def names(row, obj):
     """The row names the object whole, on its node: /etc/ds41f is not named by a row on /etc/ds41f/model.json (a set
     may change both), nor kernel.panic by one on kernel.panic_on_oops. A fabric path's row, on its first end, names
     what it found at the far end as "<node> <netdev>: ..." (a set may change both ends of one cable)."""
+    if row.get("object"):  # a row that carries its object is compared by it, not by its words
+        return (row["object"]["node"], row["object"]["kind"], row["object"]["name"]) == (
+            obj["node"], obj["kind"], obj["name"])
     text = " ".join(str(row.get(k) or "") for k in ("setting", "found"))
 
     def whole(name):
