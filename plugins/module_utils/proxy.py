@@ -63,7 +63,10 @@ def key_map(key):
     if problem:
         raise ProxyError("serve_api_key: %s. Fix: use letters, digits and - . _ ~ + / = only, or leave it empty to "
                          "have one generated." % problem)
-    return "map $http_authorization $ds41f_key_ok {\n\tdefault 0;\n\t\"Bearer %s\" 1;\n}\n" % key
+    # A regular expression, case-sensitive (~): nginx compares a map's plain strings without case, which would
+    # accept the key in any case. The key's characters that mean something there are escaped.
+    pattern = "".join("\\" + c if c in ".+" else c for c in key)
+    return "map $http_authorization $ds41f_key_ok {\n\tdefault 0;\n\t\"~^Bearer %s$\" 1;\n}\n" % pattern
 
 
 OPEN_KEY_MAP = "map $http_authorization $ds41f_key_ok {\n\tdefault 1;\n}\n"
@@ -86,8 +89,6 @@ def config(listen, port, engine_port, key_file, metrics_clients=()):
         "\taccess_log off;\n",
         "\tserver_tokens off;\n",
         "\tdefault_type application/json;\n",
-        # The key's map entry ("Bearer <key>") is longer than nginx's default bucket holds.
-        "\tmap_hash_bucket_size 256;\n",
         "\tinclude %s;\n" % key_file,
         "\tmap $remote_addr $ds41f_scraper {\n\t\tdefault 0;\n%s\t}\n" % "".join("\t" + s + "\n" for s in scrapers),
         "\tmap \"$ds41f_key_ok$ds41f_scraper\" $ds41f_metrics_ok {\n\t\t\"00\" 0;\n\t\tdefault 1;\n\t}\n",

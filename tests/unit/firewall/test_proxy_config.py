@@ -37,8 +37,8 @@ def test_every_path_but_health_asks_for_the_key():
 
 
 def test_the_key_map_matches_the_bearer_header_exactly():
-    text = proxy.key_map("abc-DEF_123=")
-    assert '"Bearer abc-DEF_123=" 1;' in text and "default 0;" in text
+    text = proxy.key_map("abc-DEF_1.2+3=")
+    assert '"~^Bearer abc-DEF_1\\.2\\+3=$" 1;' in text and "default 0;" in text
 
 
 def test_the_probe_asks_every_route_of_the_table_and_what_engines_serve_outside_it():
