@@ -81,6 +81,11 @@ MUTATIONS = {
     "container": [
         ("stop", lambda o: True, lambda o: "docker stop --time 10 %s >/dev/null" % q(o["name"])),
         ("remove", lambda o: True, lambda o: "docker rm -f %s >/dev/null" % q(o["name"])),
+        # changed in place: its labels still say it runs its spec
+        ("update its restart policy", lambda o: True, lambda o: "docker update --restart=always %s >/dev/null"
+         % q(o["name"])),
+        ("update its cpu shares", lambda o: True, lambda o: "docker update --cpu-shares=512 %s >/dev/null"
+         % q(o["name"])),
     ],
     # The firewall's table (inet ds41f): a rule deleted (the one that admits the cluster's nodes), a port opened by
     # hand, the whole table deleted.
@@ -106,8 +111,9 @@ READ = {
             'ip -o link show dev "$N" 2>/dev/null | grep -o "mtu [0-9]*\\|state [A-Z]*" | tr "\\n" " "',
     "image": DOCKER_UP + 'docker image inspect -f "{{.Id}}" "$N" 2>/dev/null || echo absent; else echo docker down; fi',
     # Its state and spec, not its ID: the fix starts the whole group anew, every rank a new container of one spec.
-    "container": DOCKER_UP + 'docker inspect -f \'{{.State.Status}} {{index .Config.Labels "ds41f.spec"}}\' "$N" '
-                 '2>/dev/null || echo absent; else echo docker down; fi',
+    "container": DOCKER_UP + 'docker inspect -f \'{{.State.Status}} {{index .Config.Labels "ds41f.spec"}} '
+                 '{{.HostConfig.RestartPolicy.Name}} {{.HostConfig.CpuShares}}\' "$N" 2>/dev/null || echo absent; '
+                 'else echo docker down; fi',
     "nft_table": '(nft -s list table $N 2>/dev/null || echo absent) | sha256sum | cut -c1-16',
 }
 
@@ -208,6 +214,9 @@ def generic(row):
 
 # The command a fix names, anywhere in its text, with the -e consents it gives (serve_replace for a dead rank).
 FIX_RUN = re.compile(r"ds41f run (\w+)((?: -e '[^']*')*)")
+# A fix that is one command on one node: a container's setting put back in place (`docker update ... on dgx2`).
+FIX_ON_NODE = re.compile(r"^(docker update [^;]+) on (\S+)$")
+ON_NODE = "(on the node)"
 
 
 def repair_stage(row, stage):
@@ -215,6 +224,9 @@ def repair_stage(row, stage):
     row's stage."""
     fix = (row or {}).get("fix") or ""
     found = FIX_RUN.search(fix)
+    on_node = FIX_ON_NODE.match(fix)
+    if on_node:
+        return ON_NODE, (on_node.group(2), on_node.group(1)), "its fix (%s)" % fix
     if found:
         return found.group(1), tuple(shlex.split(found.group(2))), "its fix (%s)" % found.group(0)
     return stage, (), "the row's stage (fix: %s)" % (fix[:60] or "none")
@@ -259,7 +271,11 @@ def trial(lab, objects, clean, chosen, pending=()):
         }
     repairs = dict.fromkeys((r["repair"]["stage"], r["repair"]["extra"]) for r in applied)  # each once
     for stage, extra in sorted(repairs, key=lambda repair: stage_rank(repair[0])):  # in site.yml's order
-        lab_rc, tail = lab.run(stage, extra)
+        if stage == ON_NODE:
+            lab_rc, out, err = lab.sh(*extra)
+            tail = (out + err)[-3000:]
+        else:
+            lab_rc, tail = lab.run(stage, extra)
         for res in applied:
             if (res["repair"]["stage"], res["repair"]["extra"]) == (stage, extra):
                 res["repair"].update(rc=lab_rc, tail=tail if lab_rc else "")
