@@ -19,7 +19,7 @@ export CONTAINERS_CONF := $(CURDIR)/ds41f/lab/containers.conf
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: mutate checks demo test prereqs venv engine-venv lint unit unit-engines unit-controller molecule sanity galaxy matrix ee core-oldest core-oldest-lab host-before host-after clean-lab engine sglang-parser
+.PHONY: mutate checks demo test prereqs venv engine-venv lint unit unit-engines unit-controller molecule sanity galaxy matrix ee core-oldest core-oldest-lab host-before host-after clean-lab engine sglang-parser proxy-nginx
 
 # The Debian packages the lab and .venv need: installed when missing (as root), else the one apt command to run.
 prereqs:
@@ -62,6 +62,18 @@ sglang-parser: engine $(SGLANG_PARSER)/.installed
 $(SGLANG_PARSER)/.installed:
 	rm -rf $(SGLANG_PARSER) && $(DS41F_ENGINE_PYTHON) -m pip install -q --no-deps --target $(SGLANG_PARSER) \
 	  sglang==0.5.23 triton==3.9.0 orjson==3.13.0 ipython==9.18.1 traitlets==5.16.1
+	touch $@
+
+# The distribution's nginx, unpacked (never installed: no service starts on this machine) for
+# tests/unit/firewall/test_proxy_routes.py, which puts the API proxy's config in front of every route of the pinned
+# engines' own tables; a no-op once unpacked. apt-get download needs the package lists (.ci/run updates them).
+PROXY_NGINX := .lab/shared/nginx
+proxy-nginx: $(PROXY_NGINX)/.installed
+$(PROXY_NGINX)/.installed:
+	rm -rf $(PROXY_NGINX) && mkdir -p $(PROXY_NGINX)/debs
+	cd $(PROXY_NGINX)/debs && apt-get download -q nginx nginx-common 2>/dev/null
+	for deb in $(PROXY_NGINX)/debs/*.deb; do dpkg -x $$deb $(PROXY_NGINX)/root; done
+	$(PROXY_NGINX)/root/usr/sbin/nginx -v
 	touch $@
 
 # .venv runs every test but those that import the lab engine's cp311 site (engine_python) or need torch and

@@ -30,7 +30,7 @@ read -r busy0 all0 < <(busy)
 ( setsid -w tests/beside.sh $make -k ${BESIDE:?the container-free checks}; rc=$?
   say "beside ended, exit $rc"; exit $rc ) > .cache/beside.log 2>&1 &
 beside=$!
-( $make engine sglang-parser && touch "$built" && say "lab engine built" && $make unit-engines; rc=$?
+( $make engine sglang-parser proxy-nginx && touch "$built" && say "lab engine built" && $make unit-engines; rc=$?
   say "engines ended, exit $rc"; exit $rc ) > .cache/engines.log 2>&1 &
 engines=$!
 say "beside (pid $beside, .cache/beside.log): $BESIDE; engines (pid $engines, .cache/engines.log): build, then" \

@@ -9,7 +9,7 @@ import yaml
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import live_checks, nccl
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import exposure, firewall, live_checks, nccl
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import host_fact, plain
 from ansible_collections.dgxspark.ds41f.plugins.modules import doctor_checks as module_doc
 
@@ -17,6 +17,25 @@ from ansible_collections.dgxspark.ds41f.plugins.modules import doctor_checks as 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
+
+    @staticmethod
+    def _exposure(hosts, hostvars, wanted, unchecked):
+        """Every port each node listens on beyond loopback, tried from here: only SSH, and the API on the head,
+        may accept (``wanted``: ssh_port, api_port)."""
+        if not wanted:
+            return []
+        targets, allowed = {}, {}
+        for host, found in hosts.items():
+            ports = found["live"].get("listeners")
+            if ports is None:
+                unchecked.append({"node": host, "check": "ports open to the controller",
+                                  "reason": "its listening ports were not read"})
+                continue
+            hv = hostvars[host]
+            targets[host] = (hv.get("ansible_host") or host, sorted({port for _, port in ports}))
+            allowed[host] = {int(wanted["ssh_port"])} | ({int(wanted["api_port"])} if hv.get("spark_is_head")
+                                                         else set())
+        return exposure.findings(exposure.probe(targets), allowed, ("nft_table", firewall.TABLE))
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -58,6 +77,7 @@ class ActionModule(ActionBase):
             list(args.get("ignore_env", ["VLLM_API_KEY"])), head=head, guard_unit=args.get("guard_unit") or "",
             served_names=list(args.get("served_names") or []), unchecked=unchecked,
             sshd_wanted=plain(args.get("sshd")) or None)
+        findings += self._exposure(hosts, hostvars, plain(args.get("exposure")) or {}, unchecked)
         paths = [c["cidr"] for c in cables if c["a"] in hosts and (c["b"] == "switch" or c["b"] in hosts)]
         result.update(changed=False, findings=findings, nodes=sorted(hosts), skipped_checks=unchecked,
                       checked={"nodes": sorted(hosts), "paths": sorted(set(paths))},

@@ -46,8 +46,11 @@ def _text(value):
 
 
 class Plan:
-    def __init__(self, module):
+    def __init__(self, module, fix=None):
+        """``fix``: what an operator types to mend any row of this plan (``ds41f run firewall``); without it a row's
+        fix is its action."""
         self.module = module
+        self.fix = fix
         self.actions = []
         self.drift = []
         self.diffs = []
@@ -57,20 +60,23 @@ class Plan:
     def check_mode(self):
         return self.module.check_mode
 
-    def change(self, setting, expected, found, action, apply=None, fix=None, row=True, about=None, cause=None):
+    def change(self, setting, expected, found, action, apply=None, fix=None, row=True, about=None, cause=None,
+               diff=None):
         """Record one difference and the action that removes it; run ``apply`` unless in check mode. ``row=False``:
         bookkeeping that only goes with the changes beside it (a record of the prior states they replace), so its
         action and diff, and no drift row of its own (the changes' rows are the causes). ``about``: the object
         the row is about ((kind, name[, node]) or ``obj``); ``cause``: for a consequence, the object whose own
-        row explains it (the doctor then shows only that row)."""
+        row explains it (the doctor then shows only that row). ``diff``: (before, after) when the diff should show
+        more than the row's found and expected (a whole table beside the row's summary of it)."""
         if row:
-            entry = {"setting": setting, "expected": expected, "found": found, "fix": fix or action}
+            entry = {"setting": setting, "expected": expected, "found": found, "fix": fix or self.fix or action}
             for key, value in (("object", _object(about)), ("cause", _object(cause))):
                 if value:
                     entry[key] = value
             self.drift.append(entry)
+        before, after = diff or (found, expected)
         self.diffs.append({"before_header": setting, "after_header": setting,
-                           "before": _text(found), "after": _text(expected)})
+                           "before": _text(before), "after": _text(after)})
         self.actions.append(action)
         if apply is not None and not self.module.check_mode:
             apply()

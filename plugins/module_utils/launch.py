@@ -32,7 +32,8 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils.engines.vllm import
 
 # Recipe keys the spec reads; anything else in the recipe is not part of a launch.
 RECIPE_KEYS = (
-    "release", "image", "container_name", "served_names", "port", "master_port", "model_dir", "model_mount",
+    "release", "image", "container_name", "served_names", "port", "engine_port", "master_port", "model_dir",
+    "model_mount",
     "entrypoint", "image_entrypoint", "args", "speculative", "compilation", "env", "env_files", "mounts", "devices",
     "gpus", "cap_add", "security_opt", "ulimits", "shm_size", "memory", "cpuset", "max_model_len", "kv_cache_bytes",
     "sparknet_env", "shape_launch", "engine", "api_key_required", "state_dir",
@@ -258,3 +259,67 @@ def docker_run(spec, image=None, api_key_file=None):
         return argv + [image or spec["image"]] + spec["entrypoint"][1:] + spec["command"]
     return argv + [image or spec["image"]] + spec["command"]
 
+
+
+# What `docker update` can change in a running container (its flag for each), and Docker's value when `docker run`
+# did not set it: a container whose settings were changed in place no longer runs its spec, whatever its labels say.
+UPDATE_FLAGS = {"RestartPolicy": "--restart", "Memory": "--memory", "MemorySwap": "--memory-swap",
+                "CpusetCpus": "--cpuset-cpus", "CpuShares": "--cpu-shares", "NanoCpus": "--cpus",
+                "CpuPeriod": "--cpu-period", "CpuQuota": "--cpu-quota", "CpuRealtimePeriod": "--cpu-rt-period",
+                "CpuRealtimeRuntime": "--cpu-rt-runtime", "CpusetMems": "--cpuset-mems",
+                "BlkioWeight": "--blkio-weight", "MemoryReservation": "--memory-reservation",
+                "PidsLimit": "--pids-limit"}
+UPDATABLE_DEFAULTS = {"CpuShares": 0, "NanoCpus": 0, "CpuPeriod": 0, "CpuQuota": 0, "CpuRealtimePeriod": 0,
+                      "CpuRealtimeRuntime": 0, "CpusetMems": "", "BlkioWeight": 0, "MemoryReservation": 0,
+                      "PidsLimit": 0}
+_DOCKER_UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def update_command(name, key, value):
+    """The `docker update` that puts one setting back (no restart), or None where only a new container can: Docker
+    reads 0 or an empty value as "leave it as it is" (seen: --cpu-shares=0 left 512 in place)."""
+    flag = UPDATE_FLAGS.get(key)
+    if flag is None or (value in (0, "", None) and key != "RestartPolicy"):
+        return None
+    if key == "NanoCpus":
+        value = value / 1e9
+    return "docker update %s=%s %s" % (flag, value if value != "" else '""', name)
+
+
+def docker_bytes(size):
+    """A Docker size (``112g``) in bytes; 0 for none."""
+    if not size:
+        return 0
+    text = str(size).lower()
+    return int(text[:-1]) * _DOCKER_UNITS[text[-1]] if text[-1] in _DOCKER_UNITS else int(text)
+
+
+def host_config(spec):
+    """The settings of ``docker inspect``'s HostConfig that ``docker_run(spec)`` decides, as Docker reports them:
+    the doctor compares a running container's with these (what a `docker update` or a hand-made container would
+    change)."""
+    memory = docker_bytes(spec.get("memory"))
+    out = dict(UPDATABLE_DEFAULTS, NetworkMode="host", IpcMode="host", RestartPolicy="no",
+               Memory=memory, MemorySwap=memory, CpusetCpus=spec.get("cpuset") or "",
+               ShmSize=docker_bytes(spec.get("shm_size")) or 64 << 20,  # Docker's own 64 MiB when not given
+               # Docker adds label=disable itself to a container of the host's IPC namespace
+               CapAdd=sorted(spec.get("cap_add") or []),
+               SecurityOpt=sorted(set(spec.get("security_opt") or []) | {"label=disable"}),
+               Ulimits=sorted(_ulimit(u) for u in spec.get("ulimits") or []),
+               Devices=sorted(_device(d) for d in spec.get("devices") or []),
+               DeviceCgroupRules=sorted(spec.get("device_cgroup_rules") or []))
+    return out
+
+
+def _ulimit(text):
+    """``--ulimit name=soft[:hard]`` as Docker records it (one value is both)."""
+    name, _, values = str(text).partition("=")
+    return "%s=%s" % (name, values if ":" in values else "%s:%s" % (values, values))
+
+
+def _device(text):
+    """``--device`` as Docker records it: host path, container path, permissions (rwm by default)."""
+    parts = str(text).split(":")
+    host = parts[0]
+    inside = parts[1] if len(parts) > 1 else host
+    return "%s:%s:%s" % (host, inside, parts[2] if len(parts) > 2 else "rwm")

@@ -10,6 +10,7 @@ finding on that end, not also a failed ping from each side.
 
 from __future__ import annotations
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import launch
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.alignment import mismatches
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import gpu
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.memory_saver_state import PACKING
@@ -174,6 +175,33 @@ def container(node, spec, state, fix, env_files=None, ignore_env=()):
     if mounts != sorted(state.get("mounts") or []):
         out.append(finding(node, "serve", "container mounts", ", ".join(mounts),
                            ", ".join(state.get("mounts") or []), fix))
+    found_config = state.get("host_config")
+    if found_config is not None:  # its settings as Docker holds them now: a `docker update` shows here
+        for key, wanted in sorted(launch.host_config(spec).items()):
+            if found_config.get(key) != wanted:
+                back = launch.update_command(spec["name"], key, wanted)  # put back in place, no restart
+                out.append(finding(node, "serve", "container %s" % key, _shown(wanted), _shown(found_config.get(key)),
+                                   "%s on %s" % (back, node) if back else fix))
+    for row in out:
+        row["object"] = {"kind": "container", "name": spec["name"]}
+    return out
+
+
+def _shown(value):
+    return ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+
+
+def strangers(node, found, container):
+    """A container no stage declared, one row each: on a Spark it holds unified memory the guards count on."""
+    out = []
+    for item in found or []:
+        held = " holding %s" % item["memory"] if item.get("memory") else ""
+        row = finding(node, "serve", "container %s (no stage runs it)" % item["name"], "only %s" % container,
+                      "%s, %s%s" % (item["state"], item["image"], held),
+                      "docker rm -f %s on %s, once you know nobody needs it (it counts against the memory guards "
+                      "of %s)" % (item["name"], node, container), "error" if item["state"] == "running" else "warn")
+        row["object"] = {"kind": "container", "name": item["name"]}
+        out.append(row)
     return out
 
 
@@ -418,6 +446,7 @@ def evaluate(hosts, cables, mtu, startup_gib, steady_gib, serve_fix, ignore_env=
         name = (live.get("launch_spec") or {}).get("name") or "the engine container"
         fix = "docker rm -f %s on %s (its rank stops: disruptive), then %s" % (name, node, serve_fix)
         out.extend(container(node, live.get("launch_spec"), state, fix, live.get("env_files"), ignore_env))
+        out.extend(strangers(node, live.get("strangers"), name))
         out.extend(memory(node, live.get("memory", {}), serving, startup_gib, steady_gib))
         out.extend(gpu_latch(node, live.get("gpus"), serving))
     readings = {}

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import args, image_source, nccl, recipe_forms
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import args, firewall, image_source, nccl, recipe_forms
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.topology import Problem
 
 _STRICT = {
@@ -258,7 +258,7 @@ def check_vars(values, specs, origins=None):
 
 
 # Every TCP port a stage opens on a node, with the variable that sets it (a dotted name is a key of a dict).
-LISTENERS = ("serve_port", "serve_master_port", "model_share_port", "image_share_port",
+LISTENERS = ("serve_port", "serve_engine_port", "serve_master_port", "model_share_port", "image_share_port",
              "host_baseline_health.ssh_port")
 
 
@@ -335,6 +335,7 @@ def cross_checks(cluster, values):
     problems.extend(image_source.problems(values))  # image stage: build or adopt, never both
     problems.extend(model_source_problems(cluster, values))
     problems.extend(boot_marker_problems(values))
+    problems.extend(Problem(*p) for p in firewall.problems(values))  # the firewall's and the API's addresses
     return problems
 
 

@@ -62,6 +62,13 @@ options:
         copy, whose own drift is the fabric stage's row.
     type: str
     default: ""
+  exposure:
+    description:
+      - C(ssh_port) and C(api_port). Given, every TCP port a node listens on beyond loopback (C(listeners) of its
+        reading) is tried from the controller on the node's address, all at once with a 1.5 s timeout; a port
+        that accepts and is neither SSH nor, on the head, the API is an error whose cause is the node's firewall
+        table.
+    type: dict
   sshd:
     description: sshd settings (keyword to value) the running sshd's C(sshd -T) must show (C(host_baseline_sshd)).
     type: dict

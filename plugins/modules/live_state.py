@@ -70,6 +70,18 @@ options:
   watchdog_state_file:
     description: The serving watchdog's state file (the head), returned as C(watchdog); omit to read none.
     type: path
+  listeners:
+    description: Also list the TCP ports the node listens on beyond loopback (C(ss -Hltn)), returned as
+      C(listeners), which the doctor tries from the controller.
+    type: bool
+    default: false
+  declared_containers:
+    description:
+      - The containers the stages run on this node (the rank's, and the one a replace keeps aside). Given, every
+        other container is returned as C(strangers), with its image, state and the memory a running one holds
+        (C(docker stats)).
+    type: list
+    elements: str
 extends_documentation_fragment: [dgxspark.ds41f.read_only]
 author:
   - ds41f maintainers (!UNKNOWN)
@@ -130,6 +142,8 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils import (
     docker_daemon,
     engine_progress,
     engine_state,
+    exposure,
+    launch,
     live_checks,
 )
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import gpu, platform
@@ -229,7 +243,47 @@ def container_state(module, name, keep_env=(), secrets=()):
         "image_entrypoint": (image.get("Config") or {}).get("Entrypoint") or [],
         "mounts": sorted("%s:%s:%s" % (m.get("Source"), m.get("Destination"), "rw" if m.get("RW") else "ro")
                          for m in info.get("Mounts") or [] if m.get("Type") == "bind"),
+        "host_config": host_settings(info.get("HostConfig") or {}),
     }
+
+
+def host_settings(host):
+    """HostConfig as launch.host_config writes what a spec decides (restart policy, limits, devices, security)."""
+    out = {key: host.get(key) if host.get(key) is not None else default
+           for key, default in launch.UPDATABLE_DEFAULTS.items()}
+    out.update(NetworkMode=host.get("NetworkMode"), IpcMode=host.get("IpcMode"),
+               RestartPolicy=(host.get("RestartPolicy") or {}).get("Name") or "no",
+               Memory=host.get("Memory") or 0, MemorySwap=host.get("MemorySwap") or 0,
+               CpusetCpus=host.get("CpusetCpus") or "", ShmSize=host.get("ShmSize") or 0,
+               CapAdd=sorted(host.get("CapAdd") or []), SecurityOpt=sorted(set(host.get("SecurityOpt") or [])),
+               Ulimits=sorted("%s=%s:%s" % (u.get("Name"), u.get("Soft"), u.get("Hard"))
+                              for u in host.get("Ulimits") or []),
+               Devices=sorted("%s:%s:%s" % (d.get("PathOnHost"), d.get("PathInContainer"), d.get("CgroupPermissions"))
+                              for d in host.get("Devices") or []),
+               DeviceCgroupRules=sorted(host.get("DeviceCgroupRules") or []))
+    return out
+
+
+def strangers(module, declared):
+    """Every container on the node that is not one of ``declared``: name, image, state and the memory it holds."""
+    rc, out, _ = module.run_command(["docker", "ps", "-a", "--no-trunc", "--format", "{{json .}}"])
+    found = []
+    for line in out.splitlines() if rc == 0 else []:
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if item.get("Names") not in declared:
+            found.append({"name": item.get("Names"), "image": item.get("Image"), "state": item.get("State"),
+                          "id": item.get("ID")})
+    running = [s["id"] for s in found if s["state"] == "running"]
+    if running:
+        rc, out, _ = module.run_command(["docker", "stats", "--no-stream", "--no-trunc", "--format",
+                                         "{{.ID}} {{.MemUsage}}"] + running)
+        usage = dict(line.split(" ", 1) for line in out.splitlines() if " " in line) if rc == 0 else {}
+        for s in found:
+            s["memory"] = usage.get(s["id"], "").split(" / ")[0] or None
+    return found
 
 
 def api(url, key):
@@ -303,6 +357,8 @@ MODULE_SPEC = dict(argument_spec={
     "progress_model": {"type": "str"},
     "first_token_s": {"type": "float", "default": 20, "no_log": False},  # a deadline, not a secret
     "watchdog_state_file": {"type": "path"},
+    "listeners": {"type": "bool", "default": False},
+    "declared_containers": {"type": "list", "elements": "str"},
 }, supports_check_mode=True)
 
 
@@ -340,6 +396,8 @@ def run(module):
                                    "container again" % seen
         skipped.append({"check": "serving container %s" % spec["name"], "reason": live["container_unread"]})
     live["container"] = container_state(module, spec["name"], keep_env, [key]) if spec and answering else None
+    live["strangers"] = strangers(module, p["declared_containers"]) if spec and answering \
+        and p["declared_containers"] is not None else None
     live["env_files"] = {path: redacted_file(env_file(path), keep_env) for path in (spec or {}).get("env_files") or []}
     live["guard"] = engine_state.unit_state(module.run_command, p["guard_unit"]) if p["guard_unit"] else None
     live["api"] = None
@@ -359,6 +417,11 @@ def run(module):
                             "reason": live.get("container_unread") or "the engine container %s is not running" % (
                                 spec or {}).get("name")})
     live["watchdog"] = watchdog_state(p["watchdog_state_file"]) if p["watchdog_state_file"] else None
+    if p["listeners"]:  # what the doctor tries from the controller (module_utils/exposure.py)
+        rc, out, _ = module.run_command(["ss", "-Hltn"])
+        live["listeners"] = exposure.listeners(out) if rc == 0 else None
+        if rc != 0:
+            skipped.append({"check": "listening ports", "reason": "ss -Hltn failed (rc %d)" % rc})
     drm = "/sys/module/nvidia_drm/parameters"
     live["nvidia_drm"] = {k: read("%s/%s" % (drm, k)) for k in ("modeset", "fbdev") if read("%s/%s" % (drm, k))
                           is not None} if os.path.isdir(drm) else None

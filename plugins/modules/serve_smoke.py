@@ -61,6 +61,13 @@ options:
     description: Seconds the request may take.
     type: int
     default: 300
+  engine_url:
+    description:
+      - The engine's own address on loopback (C(http://127.0.0.1:18000)). Given, every path of its route table
+        (C(/openapi.json), plus the paths engines serve outside it, such as C(/metrics)) is asked with a GET
+        without the key through O(api_url), and each but C(/health) must answer 401 or 403. A GET changes nothing
+        even where a route got through (a POST-only route answers 405).
+    type: str
 extends_documentation_fragment: [dgxspark.ds41f.read_only]
 attributes:
   check_mode:
@@ -88,6 +95,10 @@ findings:
   returned: always
   type: list
   elements: dict
+keyless_routes:
+  description: How many routes were asked without the key (0 without O(engine_url)).
+  returned: always
+  type: int
 tokens:
   description: The completion tokens of the smoke request's answer (0 without one).
   returned: always
@@ -107,7 +118,7 @@ import json
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import boot_markers, engine_state
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import boot_markers, engine_state, proxy
 
 
 def marker_findings(p, log):
@@ -124,6 +135,34 @@ def marker_findings(p, log):
                  fix="a kernel family that fell back is a failed start: " + fix)
             for hit in boot_markers.fallbacks(log, markers.get("fallback"), markers.get("kernel_families"))]
     return out
+
+
+def status_of(url, timeout):
+    """The HTTP status of a GET without the key (0 when nothing answered)."""
+    try:
+        return open_url(url, method="GET", timeout=timeout, validate_certs=False).getcode()
+    except Exception as exc:  # HTTPError carries its code; anything else answered nothing
+        return getattr(exc, "code", None) or 0
+
+
+def keyless_findings(p):
+    """Every route of the engine's own table (GET <engine_url>/openapi.json), asked without the key through the API:
+    each but /health must be refused."""
+    try:
+        table = json.loads(open_url(p["engine_url"].rstrip("/") + "/openapi.json", timeout=p["timeout"]).read())
+    except Exception as exc:
+        return [dict(setting="the engine's route table (GET %s/openapi.json)" % p["engine_url"],
+                     expected="read", found=str(exc)[:200], object={"kind": "route", "name": "/openapi.json"},
+                     fix="read the head's log (docker logs %s)" % p["container"])], 0
+    paths = proxy.routes(table)
+    out = []
+    for path in paths:
+        found = proxy.keyless_verdict(path, status_of(p["api_url"].rstrip("/") + path, 10))
+        if found:
+            out.append(dict(setting="GET %s without the key" % path, expected="HTTP 401", found=found,
+                            object={"kind": "route", "name": path},
+                            fix="ds41f run serve (the proxy asks for the key on every route but /health)"))
+    return out, len(paths)
 
 
 def smoke(p, key):
@@ -157,6 +196,7 @@ MODULE_SPEC = dict(argument_spec={
     "prompt": {"type": "str", "required": True},
     "max_tokens": {"type": "int", "default": 16, "no_log": False},  # a length, not a secret
     "timeout": {"type": "int", "default": 300},
+    "engine_url": {"type": "str"},
 }, supports_check_mode=True)
 
 
@@ -176,17 +216,21 @@ def run(module):
             expected="HTTP 200 with at least one completion token", found=failure,
             fix="read the head's log (docker logs %s); a ready API that answers no completion is a failed engine: "
                 "ds41f run serve -e '{\"serve_replace\": true}' starts it again" % p["container"]))
+    keyless, asked = keyless_findings(p) if p["engine_url"] else ([], 0)
+    findings += keyless
     for f in findings:
         f["severity"] = "error"
-    result = dict(changed=False, findings=findings,
+    result = dict(changed=False, findings=findings, keyless_routes=asked,
                   tokens=((answer or {}).get("usage") or {}).get("completion_tokens") or 0)
     if answer is not None:
         result.update(model=answer.get("model"), finish_reason=answer["choices"][0].get("finish_reason"))
     if findings:
         module.fail_json(msg="; ".join("%s: %s" % (f["setting"], f["found"]) for f in findings)[:1000], **result)
     module.exit_json(msg="release %s boot log: every required line, no forbidden line or fallback; smoke: %d "
-                         "tokens from %s (%s)" % (p["release"], result["tokens"], result["model"],
-                                                  result["finish_reason"]), **result)
+                         "tokens from %s (%s); %s" % (
+                             p["release"], result["tokens"], result["model"], result["finish_reason"],
+                             "%d routes of the engine's table refused without the key" % asked if asked
+                             else "no key asked for"), **result)
 
 
 def main():

@@ -81,6 +81,20 @@ MUTATIONS = {
     "container": [
         ("stop", lambda o: True, lambda o: "docker stop --time 10 %s >/dev/null" % q(o["name"])),
         ("remove", lambda o: True, lambda o: "docker rm -f %s >/dev/null" % q(o["name"])),
+        # changed in place: its labels still say it runs its spec
+        ("update its restart policy", lambda o: True, lambda o: "docker update --restart=always %s >/dev/null"
+         % q(o["name"])),
+        ("update its cpu shares", lambda o: True, lambda o: "docker update --cpu-shares=512 %s >/dev/null"
+         % q(o["name"])),
+    ],
+    # The firewall's table (inet ds41f): a rule deleted (the one that admits the cluster's nodes), a port opened by
+    # hand, the whole table deleted.
+    "nft_table": [
+        ("delete a rule", lambda o: True,
+         lambda o: "nft delete rule %s input handle $(nft -a list chain %s input | awk '/own nodes/ {print $NF; "
+                   "exit}')" % (o["name"], o["name"])),
+        ("open a port by hand", lambda o: True, lambda o: "nft insert rule %s input tcp dport 9 accept" % o["name"]),
+        ("delete the table", lambda o: True, lambda o: "nft delete table %s" % o["name"]),
     ],
     # One marked line of a file others share (root's authorized_keys): only that line is changed, never the file.
     "authorized_key": [
@@ -104,8 +118,10 @@ READ = {
             'ip -o link show dev "$N" 2>/dev/null | grep -o "mtu [0-9]*\\|state [A-Z]*" | tr "\\n" " "',
     "image": DOCKER_UP + 'docker image inspect -f "{{.Id}}" "$N" 2>/dev/null || echo absent; else echo docker down; fi',
     # Its state and spec, not its ID: the fix starts the whole group anew, every rank a new container of one spec.
-    "container": DOCKER_UP + 'docker inspect -f \'{{.State.Status}} {{index .Config.Labels "ds41f.spec"}}\' "$N" '
-                 '2>/dev/null || echo absent; else echo docker down; fi',
+    "container": DOCKER_UP + 'docker inspect -f \'{{.State.Status}} {{index .Config.Labels "ds41f.spec"}} '
+                 '{{.HostConfig.RestartPolicy.Name}} {{.HostConfig.CpuShares}}\' "$N" 2>/dev/null || echo absent; '
+                 'else echo docker down; fi',
+    "nft_table": '(nft -s list table $N 2>/dev/null || echo absent) | sha256sum | cut -c1-16',
     "authorized_key": 'grep " ds41f-watchdog$" "$N" 2>/dev/null | sha256sum | cut -c1-16',
 }
 
@@ -185,6 +201,9 @@ def names(row, obj):
     """The row names the object whole, on its node: /etc/ds41f is not named by a row on /etc/ds41f/model.json (a set
     may change both), nor kernel.panic by one on kernel.panic_on_oops. A fabric path's row, on its first end, names
     what it found at the far end as "<node> <netdev>: ..." (a set may change both ends of one cable)."""
+    if row.get("object"):  # a row that carries its object is compared by it, not by its words
+        return (row["object"]["node"], row["object"]["kind"], row["object"]["name"]) == (
+            obj["node"], obj["kind"], obj["name"])
     text = " ".join(str(row.get(k) or "") for k in ("setting", "found"))
 
     def whole(name):
@@ -203,6 +222,9 @@ def generic(row):
 
 # The command a fix names, anywhere in its text, with the -e consents it gives (serve_replace for a dead rank).
 FIX_RUN = re.compile(r"ds41f run (\w+)((?: -e '[^']*')*)")
+# A fix that is one command on one node: a container's setting put back in place (`docker update ... on dgx2`).
+FIX_ON_NODE = re.compile(r"^(docker update [^;]+) on (\S+)$")
+ON_NODE = "(on the node)"
 
 
 def repair_stage(row, stage):
@@ -210,6 +232,9 @@ def repair_stage(row, stage):
     row's stage."""
     fix = (row or {}).get("fix") or ""
     found = FIX_RUN.search(fix)
+    on_node = FIX_ON_NODE.match(fix)
+    if on_node:
+        return ON_NODE, (on_node.group(2), on_node.group(1)), "its fix (%s)" % fix
     if found:
         return found.group(1), tuple(shlex.split(found.group(2))), "its fix (%s)" % found.group(0)
     return stage, (), "the row's stage (fix: %s)" % (fix[:60] or "none")
@@ -254,7 +279,11 @@ def trial(lab, objects, clean, chosen, pending=()):
         }
     repairs = dict.fromkeys((r["repair"]["stage"], r["repair"]["extra"]) for r in applied)  # each once
     for stage, extra in sorted(repairs, key=lambda repair: stage_rank(repair[0])):  # in site.yml's order
-        lab_rc, tail = lab.run(stage, extra)
+        if stage == ON_NODE:
+            lab_rc, out, err = lab.sh(*extra)
+            tail = (out + err)[-3000:]
+        else:
+            lab_rc, tail = lab.run(stage, extra)
         for res in applied:
             if (res["repair"]["stage"], res["repair"]["extra"]) == (stage, extra):
                 res["repair"].update(rc=lab_rc, tail=tail if lab_rc else "")

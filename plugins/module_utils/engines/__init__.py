@@ -14,6 +14,8 @@ the head's key file is passed with ``--env-file``). Pure Python.
 from __future__ import annotations
 
 DEFAULT = "vllm"  # a recipe without serve_engine renders vllm serve, as before engines were a choice
+# Where every engine's API listens: the head's proxy (module_utils/proxy.py) is the only way in.
+LOOPBACK = "127.0.0.1"
 
 
 class LaunchError(ValueError):

@@ -21,7 +21,7 @@ inside the server process. The rendered command names the file, never the key.
 
 from __future__ import annotations
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils.engines import LaunchError, refuse_rendered
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.engines import LOOPBACK, LaunchError, refuse_rendered
 
 NAME = "sglang"
 RENDERED_FLAGS = (
@@ -118,7 +118,7 @@ def command(recipe, shape, node, cluster, context, kv_bytes):
     SGLang sizes its KV pool from --mem-fraction-static."""
     nodes = cluster["nodes"]
     argv = ["--model-path", recipe["model_mount"], "--served-model-name", recipe["served_names"][0],
-            "--host", "0.0.0.0", "--port", str(recipe["port"]),
+            "--host", LOOPBACK, "--port", str(recipe["engine_port"]),
             "--tp-size", str(nodes), "--nnodes", str(nodes), "--node-rank", str(node["rank"]),
             "--dist-init-addr", "%s:%s" % (cluster["head_address"], recipe["master_port"]),
             "--context-length", str(context), "--max-running-requests", str(shape["max_seqs"])]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import sparknet
-from ansible_collections.dgxspark.ds41f.plugins.module_utils.engines import LaunchError, refuse_rendered
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.engines import LOOPBACK, LaunchError, refuse_rendered
 
 NAME = "vllm"
 # Flags the shape and the node own: written by command(), refused in the recipe's own args.
@@ -71,7 +71,8 @@ def command(recipe, shape, node, cluster, context, kv_bytes):
     OpenAI image's ENTRYPOINT), so they begin with the model path as spark-ds41f's serve_args do."""
     nodes = cluster["nodes"]
     argv = [recipe["model_mount"], "--served-model-name"] + list(recipe["served_names"])
-    argv += ["--host", "0.0.0.0", "--port", str(recipe["port"])]
+    # Loopback only: the head's proxy (serve_proxy) asks for the key on every route and listens where the site says.
+    argv += ["--host", LOOPBACK, "--port", str(recipe["engine_port"])]
     argv += ["--tensor-parallel-size", str(nodes), "--nnodes", str(nodes), "--node-rank", str(node["rank"]),
              "--master-addr", cluster["head_address"], "--master-port", str(recipe["master_port"])]
     if node["rank"] != 0:

@@ -76,10 +76,10 @@ def test_the_scenarios_with_the_engine_run_after_its_build_and_the_others_before
     assert out.returncode == 0, out.stdout + out.stderr
     assert "every stream passed" in out.stdout
     assert set(calls) == {"molecule SCENARIOS=alpha beta", "molecule SCENARIOS=ring serve-lab",
-                          "engine sglang-parser", "unit-engines", "-k lint matrix"}
-    assert calls.index("engine sglang-parser") < calls.index("molecule SCENARIOS=ring serve-lab")
+                          "engine sglang-parser proxy-nginx", "unit-engines", "-k lint matrix"}
+    assert calls.index("engine sglang-parser proxy-nginx") < calls.index("molecule SCENARIOS=ring serve-lab")
     assert calls.index("molecule SCENARIOS=alpha beta") < calls.index("molecule SCENARIOS=ring serve-lab")
-    assert calls.index("engine sglang-parser") < calls.index("unit-engines")
+    assert calls.index("engine sglang-parser proxy-nginx") < calls.index("unit-engines")
 
 
 def test_an_engine_that_does_not_build_runs_none_of_its_scenarios_and_fails(run):

@@ -79,7 +79,8 @@ def test_stage_playbooks_validate_first_and_fail_as_a_cluster(playbook):
 
 def test_site_imports_every_stage_that_forms_the_cluster_in_order():
     site = [p["ansible.builtin.import_playbook"] for p in yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())]
-    order = ["host_baseline.yml", "kernel.yml", "memory_saver.yml", "fabric.yml", "site_config.yml", "model.yml",
+    order = ["host_baseline.yml", "kernel.yml", "memory_saver.yml", "fabric.yml", "firewall.yml", "site_config.yml",
+             "model.yml",
              "image.yml", "serve.yml", "verify.yml"]
     present = [p for p in order if (ROOT / "playbooks" / p).exists()]
     assert [p for p in site if p in order] == present

@@ -29,7 +29,7 @@ def write_site(tmp_path, data, extra_files=None):
 
 
 def base_site(**extra):
-    data = {"plugin": "dgxspark.ds41f.spark_topology", "shape": "tp3-triangle",
+    data = {"plugin": "dgxspark.ds41f.spark_topology", "shape": "tp3-triangle", "management_network": "192.168.5.0/24",
             "nodes": [{"name": "n%d" % i, "address": "192.168.5.%d" % (10 + i)} for i in range(1, 4)]}
     data.update(extra)
     return data
@@ -75,6 +75,19 @@ def test_bad_site_fails_the_parse_with_the_field(tmp_path):
 
 def validate(inventory):
     return ansible("ansible-playbook", "-i", inventory, ROOT / "playbooks" / "validate.yml")
+
+
+def test_a_site_without_its_management_network_is_refused_while_the_firewall_is_on(tmp_path):
+    """Who may SSH to the nodes and reach the API comes from the site's management network: without it, the
+    firewall would shut the controller out, so validation stops first, naming both variables and the fix."""
+    data = base_site()
+    del data["management_network"]
+    proc = validate(write_site(tmp_path, data))
+    assert proc.returncode != 0
+    for field in ("firewall_ssh_sources:", "serve_clients:"):
+        assert field in proc.stdout and "set management_network in the site file" in proc.stdout
+    data["vars"] = {"firewall_state": "absent"}  # no firewall: nothing to shut anyone out
+    assert validate(write_site(tmp_path, data)).returncode == 0
 
 
 def test_validation_passes_on_a_good_site_without_touching_hosts(tmp_path):

@@ -41,3 +41,13 @@ def test_a_missing_file_is_declared_but_left_to_the_contents_change(tmp_path):
     plan.file_attributes(str(tmp_path / "absent"), "0600")
     plan.manages("file", str(tmp_path / "absent"), mode="0600", owner="root", group="root")  # declared once
     assert plan.drift == [] and len(plan.managed) == 1
+
+
+def test_a_plan_made_with_the_operators_command_gives_it_as_every_rows_fix(tmp_path):
+    plan = Plan(Module(True), fix="ds41f run firewall")
+    plan.change("inet ds41f rules", "the rules", "missing: a rule", "nft -f /etc/ds41f/firewall.nft",
+                about=("nft_table", "inet ds41f"))
+    plan.change("x", 1, 2, "do x", fix="ds41f run firewall -e '{\"y\": true}'")
+    assert [d["fix"] for d in plan.drift] == ["ds41f run firewall", "ds41f run firewall -e '{\"y\": true}'"]
+    assert plan.actions == ["nft -f /etc/ds41f/firewall.nft", "do x"]  # what it would do stays the action
+    assert plan.drift[0]["object"] == {"kind": "nft_table", "name": "inet ds41f"}

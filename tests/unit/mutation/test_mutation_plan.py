@@ -31,7 +31,9 @@ def test_each_kind_gets_the_changes_that_make_sense_for_it():
     assert applicable(SYSCTL) == ["value"]
     assert applicable(dict(SYSCTL, value="bbr")) == []  # no other value known for a word
     assert applicable(IMAGE) == ["remove the tag", "move the tag"]
-    assert applicable(CONTAINER) == ["stop", "remove"]
+    assert applicable(CONTAINER) == ["stop", "remove", "update its restart policy", "update its cpu shares"]
+    assert applicable({"kind": "nft_table", "name": "inet ds41f"}) == ["delete a rule", "open a port by hand",
+                                                                      "delete the table"]
 
 
 def test_every_change_is_a_shell_command_on_the_object_and_differs_from_the_wanted_state():
@@ -69,6 +71,16 @@ def test_a_row_names_an_object_only_on_its_node_by_setting_or_found():
     assert not dm.names(dict(path_row, path=None), dict(LINK, node="dgx2", name="enp1s0f0np0"))
 
 
+def test_a_row_that_carries_its_object_names_it_by_the_object_alone():
+    """Compared as data: the row's words do not matter, its object must be the one changed (node, kind, name)."""
+    table = {"node": "dgx2", "kind": "nft_table", "name": "inet ds41f", "stage": "firewall"}
+    row = {"node": "dgx2", "setting": "anything at all", "found": "x",
+           "object": {"node": "dgx2", "kind": "nft_table", "name": "inet ds41f"}}
+    assert dm.names(row, table)
+    assert not dm.names(row, dict(table, node="dgx3"))
+    assert not dm.names(dict(row, setting="inet ds41f rules", object=dict(row["object"], kind="file")), table)
+
+
 def test_the_fix_of_a_row_is_its_ds41f_run_command_else_its_stage():
     assert dm.repair_stage({"fix": "ds41f run fabric"}, "serve")[0] == "fabric"
     assert dm.repair_stage({"fix": "systemctl start ds41f-memguard.service on dgx1"}, "serve")[0] == "serve"
@@ -78,6 +90,9 @@ def test_the_fix_of_a_row_is_its_ds41f_run_command_else_its_stage():
                     "'{\"serve_replace\": true}' (it starts the missing rank and replaces the others; ...)"}
     assert dm.repair_stage(group, "serve")[:2] == ("serve", ("-e", '{"serve_replace": true}'))
     assert dm.repair_stage({"fix": "ds41f run fabric"}, "serve")[1] == ()
+    # a container's setting put back in place: one command on its node
+    assert dm.repair_stage({"fix": "docker update --restart=no spark-ds41f on dgx2"}, "serve")[:2] == (
+        dm.ON_NODE, ("dgx2", "docker update --restart=no spark-ds41f"))
     assert dm.stage_rank("image") < dm.stage_rank("serve") < dm.stage_rank("no such stage")
     assert dm.stage_rank("host_baseline") == 0
 

@@ -12,8 +12,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def load_recipe(*extra_files):
-    """group_vars/all/*.yml (plus ``extra_files``), with their Jinja references resolved as Ansible would."""
-    values = {}
+    """group_vars/all/*.yml (plus ``extra_files``), with their Jinja references resolved as Ansible would (the
+    inventory's site values as ``cluster()`` builds them)."""
+    values = {"spark_management_network": "192.168.1.0/24", "spark_head_address": "192.168.1.11"}
     for path in sorted((ROOT / "group_vars" / "all").glob("*.yml")) + [Path(p) for p in extra_files]:
         values.update(yaml.safe_load(path.read_text()) or {})
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)

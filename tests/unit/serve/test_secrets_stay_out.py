@@ -106,8 +106,9 @@ def test_the_smoke_request_keeps_its_findings_in_view_and_the_key_on_the_node():
 
 def smoke_run(tmp_path, monkeypatch, log, status=200):
     """roles/serve/tasks/smoke.yml as it is, run by ansible-runner at -vvv on localhost against a loopback server
-    that answers as vLLM does, with the head's log from a docker on PATH that prints ``log``. (result, the
-    Authorization headers the server saw, every file the run left, the key)."""
+    that answers as vLLM behind the proxy does (its route table at /openapi.json, a GET without the key refused),
+    with the head's log from a docker on PATH that prints ``log``. (result, the Authorization headers the server's
+    completions saw, every file the run left, the key)."""
     import http.server
     import json
     import threading
@@ -121,6 +122,11 @@ def smoke_run(tmp_path, monkeypatch, log, status=200):
         def log_message(self, *args):
             pass
 
+        def do_GET(self):  # the proxy: nothing but a completion with the key gets through
+            self.send_response(401)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
         def do_POST(self):
             seen.append(self.headers.get("Authorization"))
             self.rfile.read(int(self.headers["Content-Length"]))
@@ -133,8 +139,21 @@ def smoke_run(tmp_path, monkeypatch, log, status=200):
             self.end_headers()
             self.wfile.write(body)
 
+    class Engine(http.server.BaseHTTPRequestHandler):  # the engine on loopback: its route table
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = json.dumps({"paths": {"/v1/chat/completions": {"post": {}}, "/invocations": {"post": {}}}})
+            self.send_response(200 if self.path == "/openapi.json" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body.encode())
+
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Api)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    engine = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Engine)
+    for each in (server, engine):
+        threading.Thread(target=each.serve_forever, daemon=True).start()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (tmp_path / "head.log").write_text(log)
@@ -149,6 +168,7 @@ def smoke_run(tmp_path, monkeypatch, log, status=200):
         "serve_boot_markers": {"lab-r1": {"required": ["Starting vLLM server on http"],
                                           "forbidden": ["Traceback \\(most recent call last\\)"]}},
         "serve_spec": {"port": server.server_port, "served_names": ["ds41f-tiny"]},
+        "serve_engine_port": engine.server_port,
         "serve_smoke_prompt": "What is 19 + 23?", "serve_smoke_max_tokens": 4},
         "tasks": [{"ansible.builtin.import_tasks": str(ROOT / "roles" / "serve" / "tasks" / "smoke.yml")}]}]))
     monkeypatch.setattr(runs, "RUNS", tmp_path / "runs")
@@ -158,8 +178,9 @@ def smoke_run(tmp_path, monkeypatch, log, status=200):
             "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(facts), "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp"),
             "ANSIBLE_PYTHON_INTERPRETER": sys.executable}, quiet=True)
     finally:
-        server.shutdown()
-        server.server_close()
+        for each in (server, engine):
+            each.shutdown()
+            each.server_close()
     files = [p for p in list((tmp_path / "runs").rglob("*")) + list(facts.rglob("*")) if p.is_file()]
     return result, seen, files, key
 
@@ -171,6 +192,8 @@ def test_a_smoke_request_at_vvv_through_the_runner_leaves_the_key_nowhere(tmp_pa
     assert result.rc == 0, (result.artifacts / "stdout").read_text()
     assert seen == ["Bearer " + key]  # the request did carry it
     assert "smoke: 4 tokens from ds41f-tiny (length)" in (result.artifacts / "stdout").read_text()
+    # the table's two routes and the three every engine serves outside it, each refused without the key
+    assert "5 routes of the engine's table refused without the key" in (result.artifacts / "stdout").read_text()
     assert len(files) > 10 and any("job_events" in str(p) for p in files)
     assert [str(p) for p in files if key in p.read_text(errors="replace")] == []
 

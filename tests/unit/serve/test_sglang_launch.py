@@ -18,7 +18,7 @@ def values():
     return sglang_values()
 
 
-def test_every_rank_joins_the_head_distributed_init_and_serves_on_8888(values):
+def test_every_rank_joins_the_head_distributed_init_and_serves_on_8888_through_the_proxy(values):
     c = cluster("tp4-ring")
     specs = render_all(values, c)
     assert len(specs) == 4
@@ -30,7 +30,9 @@ def test_every_rank_joins_the_head_distributed_init_and_serves_on_8888(values):
         assert flag(argv, "--tp-size") == "4" and flag(argv, "--nnodes") == "4"
         assert flag(argv, "--node-rank") == str(rank)
         assert flag(argv, "--dist-init-addr") == "192.168.1.11:20000"
-        assert flag(argv, "--port") == "8888" and spec["port"] == 8888
+        # the API on 8888 is the head's proxy; the engine itself listens on loopback only
+        assert spec["port"] == 8888 and flag(argv, "--host") == "127.0.0.1"
+        assert flag(argv, "--port") == str(values["serve_engine_port"]) != "8888"
         assert flag(argv, "--context-length") == "1048576" and flag(argv, "--max-running-requests") == "16"
         assert flag(argv, "--chunked-prefill-size") == "8192" and flag(argv, "--mem-fraction-static") == "0.78"
         assert "--headless" not in argv and argv.count("--served-model-name") == 1

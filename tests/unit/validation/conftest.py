@@ -4,6 +4,8 @@ which opened a connection or started a program."""
 import socket
 import subprocess
 
+import jinja2
+import jinja2.nativetypes
 import pytest
 import yaml
 
@@ -40,8 +42,30 @@ def host_values(site, overrides=None, extra=None):
         values.update(cluster.extra_vars)
         values.update(extra or {})
         values.update(cluster.hostvars(node.name))
-        out[node.name] = values
+        out[node.name] = templated(values)
     return out
+
+
+def templated(values):
+    """Jinja references between variables resolved as Ansible's templating would (``{{ spark_management_network
+    }}``); a reference to what only a role defines stays as written, as the validate action leaves it unchecked."""
+    env = jinja2.nativetypes.NativeEnvironment(undefined=jinja2.StrictUndefined)  # a list stays a list
+
+    def resolve(value):
+        if isinstance(value, str) and "{{" in value:
+            try:
+                return env.from_string(value).render(**values)
+            except (jinja2.UndefinedError, jinja2.TemplateError, TypeError):
+                return value
+        if isinstance(value, list):
+            return [resolve(v) for v in value]
+        if isinstance(value, dict):
+            return {k: resolve(v) for k, v in value.items()}
+        return value
+
+    for _ in range(3):  # references of references
+        values = {k: resolve(v) for k, v in values.items()}
+    return values
 
 
 def ssh_stub(folder):
