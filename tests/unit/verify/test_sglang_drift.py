@@ -44,7 +44,9 @@ def inspect(spec, running=True):
     image = argv.index(spec["image"])
     options, cmd = argv[:image], argv[image + 1:]
     values = {flag: [options[i + 1] for i, word in enumerate(options) if word == flag]
-              for flag in ("--entrypoint", "--env-file", "--env", "--volume")}
+              for flag in ("--entrypoint", "--env-file", "--env", "--volume", "--network", "--ipc", "--restart",
+                           "--memory", "--memory-swap", "--cpuset-cpus", "--shm-size", "--cap-add", "--security-opt",
+                           "--ulimit", "--device", "--device-cgroup-rule")}
     assert values["--env-file"] == spec["env_files"]  # SGLang's head gets no key env file (its key is a mount)
     env = list(IMAGE_ENV) + ["%s=%s" % kv for path in values["--env-file"] for kv in nccl_env(spec).items()]
     mounts = []
@@ -58,7 +60,24 @@ def inspect(spec, running=True):
                       "ExitCode": 0 if running else 137, "OOMKilled": False},
             "Config": {"Image": spec["image"], "Entrypoint": values["--entrypoint"], "Cmd": cmd,
                        "Env": env + values["--env"], "Labels": spec["labels"]},
-            "Mounts": mounts}
+            "Mounts": mounts, "HostConfig": host_config(values)}
+
+
+def host_config(values):
+    """HostConfig as Docker records those `docker run` options (it adds label=disable itself for the host's IPC)."""
+    def one(flag, default=None):
+        return values[flag][-1] if values[flag] else default
+
+    ulimits = [dict(zip(("Name", "Soft", "Hard"), [u.split("=")[0]] + [int(v) for v in u.split("=")[1].split(":")]))
+               for u in values["--ulimit"]]
+    devices = [dict(zip(("PathOnHost", "PathInContainer", "CgroupPermissions"), (d + "::").split(":")[:3]))
+               for d in values["--device"]]
+    return {"NetworkMode": one("--network"), "IpcMode": one("--ipc"), "RestartPolicy": {"Name": one("--restart")},
+            "Memory": launch.docker_bytes(one("--memory")), "MemorySwap": launch.docker_bytes(one("--memory-swap")),
+            "CpusetCpus": one("--cpuset-cpus", ""), "ShmSize": launch.docker_bytes(one("--shm-size")) or 64 << 20,
+            "CapAdd": values["--cap-add"] or None, "SecurityOpt": values["--security-opt"] + ["label=disable"],
+            "Ulimits": ulimits or None, "Devices": devices, "DeviceCgroupRules": values["--device-cgroup-rule"] or None,
+            "CpuShares": 0, "NanoCpus": 0, "PidsLimit": None}
 
 
 class Node:
