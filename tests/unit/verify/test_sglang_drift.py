@@ -68,10 +68,10 @@ def host_config(values):
     def one(flag, default=None):
         return values[flag][-1] if values[flag] else default
 
-    ulimits = [dict(zip(("Name", "Soft", "Hard"), [u.split("=")[0]] + [int(v) for v in u.split("=")[1].split(":")]))
-               for u in values["--ulimit"]]
-    devices = [dict(zip(("PathOnHost", "PathInContainer", "CgroupPermissions"), (d + "::").split(":")[:3]))
-               for d in values["--device"]]
+    ulimits = [dict(zip(("Name", "Soft", "Hard"), [u.split("=")[0]] + [int(v) for v in u.split("=")[1].split(":")],
+                        strict=True)) for u in values["--ulimit"]]
+    devices = [dict(zip(("PathOnHost", "PathInContainer", "CgroupPermissions"), (d + "::").split(":")[:3],
+                        strict=True)) for d in values["--device"]]
     return {"NetworkMode": one("--network"), "IpcMode": one("--ipc"), "RestartPolicy": {"Name": one("--restart")},
             "Memory": launch.docker_bytes(one("--memory")), "MemorySwap": launch.docker_bytes(one("--memory-swap")),
             "CpusetCpus": one("--cpuset-cpus", ""), "ShmSize": launch.docker_bytes(one("--shm-size")) or 64 << 20,
