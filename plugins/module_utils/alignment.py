@@ -36,4 +36,3 @@ def mismatches(readings, keys):
             out.append({"setting": key, "found": found, "values": values,
                         "fix": FIXES.get(key, "make %s the same on every node." % key)})
     return out
-

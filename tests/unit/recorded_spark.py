@@ -33,10 +33,10 @@ def recorded(answers):
     test fails on a command nobody recorded; the calls are kept in ``.calls``."""
     def run(argv):
         run.calls.append(list(argv))
-        if tuple(argv) not in answers:
+        if tuple(argv) not in run.answers:
             raise AssertionError("no recording of %s" % argv)
-        return answers[tuple(argv)]
-    run.calls = []
+        return run.answers[tuple(argv)]
+    run.calls, run.answers = [], dict(answers)
     return run
 
 

@@ -24,8 +24,8 @@ def units():
 SHOW = ("systemctl", "show", "--property=LoadState,UnitFileState,ActiveState", "--", fan.UNIT)
 MODINFO = ("modinfo", "-k", "7.0.0-1019-nvidia", "-F", "filename", fan.MODULE)
 META = ("dpkg-query", "-W", "-f", dpkg.FORMAT, dgx_os.META_PACKAGE)
-RUNNING, ENABLED_NOT_RUNNING, NOT_FOUND = (units()[u] for u in (
-    "lldpd.service", "ds41f-kernel-memory.service", "gdm3.service"))
+RUNNING, ENABLED_NOT_RUNNING = (units()[u] for u in ("lldpd.service", "ds41f-kernel-memory.service"))
+NOT_FOUND = text("systemctl-show-fan-unit-not-found.txt")
 
 
 # -- UEFI boot order ------------------------------------------------------------------------------------------------
@@ -213,6 +213,25 @@ def test_no_fan_floor_is_one_error_naming_the_first_missing_layer(tmp_path, monk
     (row,) = rows(result)
     assert (row["setting"], row["severity"]) == ("fan floor: cooling device", "error")
     assert row["object"]["name"] == "dgx_ec_fan_floor" and "journalctl -k" in row["fix"]
+
+
+# Every layer the module reports, from fan.LAYERS: the recorded state whose first missing layer it is.
+LAYER_STATES = {"module file": ("fan-none", NOT_FOUND, False), "module loaded": ("fan-none", NOT_FOUND, True),
+                "cooling device": ("fan-loaded-no-device", NOT_FOUND, True),
+                "unit installed": ("fan-whole", NOT_FOUND, True)}
+
+
+@pytest.mark.parametrize("layer", [layer for layer in fan.LAYERS if layer != "unit running"])
+def test_each_missing_fan_layer_is_one_row_about_its_own_object(tmp_path, monkeypatch, layer):
+    fan_tree, unit, built = LAYER_STATES[layer]
+    node = spark(tmp_path, fan_tree=fan_tree, unit=unit)
+    if not built:
+        node._run.answers[MODINFO] = (1, "", text("modinfo-not-found.err"))
+    result, _ = run(node, monkeypatch)
+    (row,) = rows(result)
+    kind, name = spark_host.FAN_FINDINGS[layer][2]
+    assert row["setting"] == "fan floor: " + layer and row["severity"] == "error" and result["failed"]
+    assert (row["object"]["kind"], row["object"]["name"]) == (kind, name.format(unit=fan.UNIT))
 
 
 def test_no_nvidia_drm_card_is_an_error_with_the_reboot_fix(tmp_path, monkeypatch):
