@@ -11,8 +11,8 @@ ansible-lint's schema for argument specs still holds):
 
 - ``Range: 1 to 65535.`` / ``Range: at least 1.`` / ``Range: above 0.`` / ``Range: above 0, at most 1.``;
 - ``At least 1 element.`` (a list that must name something);
-- ``Pin: C(<regular expression>), <what it is>.`` - the whole value must match; ``Empty means unset.`` after it
-  lets ``""`` through (a pin still to be written);
+- ``Pin: C(<regular expression>), <what it is>.`` - the whole value (of a list, each element) must match;
+  ``Empty means unset.`` after it lets ``""`` through (a pin still to be written);
 - ``Size: Docker.`` / ``Size: systemd.`` (``Empty means unset.`` may follow) and ``Name.``: the forms of
   ``recipe_forms``, a size with its unit and a name clients, paths and labels can carry.
 
@@ -149,7 +149,9 @@ def check_range(name, value, spec, where, origin=None):
 
 
 def check_pin(name, value, spec, where, origin=None):
-    """Problems with a string against the spec's pattern (the whole value must match)."""
+    """Problems with a string, or each string of a list, against the spec's pattern (the whole value must match)."""
+    if isinstance(value, (list, tuple)) and "pattern" in spec:
+        return [p for i, item in enumerate(value) for p in check_pin("%s[%d]" % (name, i), item, spec, where, origin)]
     if not isinstance(value, str) or "pattern" not in spec:
         return []
     if value == "" and spec.get("allow_empty"):
