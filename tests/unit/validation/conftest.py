@@ -1,6 +1,8 @@
 """Fixtures of the bad-input tests: a good site on documentation addresses, the recipe, and a guard that fails a test
 which opened a connection or started a program."""
 
+import copy
+import functools
 import socket
 import subprocess
 
@@ -8,6 +10,7 @@ import jinja2
 import jinja2.nativetypes
 import pytest
 import yaml
+from jinja2.nativetypes import NativeEnvironment
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import recipe, topology
 from tests.conftest import ROOT
@@ -22,13 +25,38 @@ def good_site():
             "nodes": [{"name": "dgx%d" % i, "address": "192.0.2.%d" % (10 + i)} for i in range(1, 5)]}
 
 
-def collection_recipe():
-    """{name: (group_vars/all/<file>, value)} of the collection's recipe, as the validate action reads it."""
+@functools.lru_cache(maxsize=1)
+def _recipe_files():
     found = {}
     for path in sorted((ROOT / "group_vars" / "all").glob("*.yml")):
         for key, value in (yaml.safe_load(path.read_text()) or {}).items():
             found[key] = ("group_vars/all/%s" % path.name, value)
     return found
+
+
+def collection_recipe():
+    """{name: (group_vars/all/<file>, value)} of the collection's recipe, as the validate action reads it (read
+    once; each call gets its own copy)."""
+    return copy.deepcopy(_recipe_files())
+
+
+def templated(values):
+    """The values with their Jinja rendered over each other, as hostvars gives them to the validate action (the
+    recipe's own templates: {{ ds41f_release }}, {{ model_dir }}, ...)."""
+    env = NativeEnvironment()
+
+    def render(item):
+        if isinstance(item, str) and "{{" in item:
+            return env.from_string(item).render(values)
+        if isinstance(item, dict):
+            return {k: render(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [render(v) for v in item]
+        return item
+
+    for _ in range(4):  # a template may name another
+        values = {k: render(v) for k, v in values.items()}
+    return values
 
 
 def host_values(site, overrides=None, extra=None):
