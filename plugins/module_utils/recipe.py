@@ -215,6 +215,8 @@ def check_value(name, value, spec, where, origin=None, values=None):
                    "always a string, so use -e '{\"%s\": true}'." % (name, name, name))
         elif kind in ("int", "float"):
             fix = "write the number without quotes (on the command line: -e '{\"%s\": 16}')." % name
+            if "." in name or "[" in name:  # a key of a mapping: -e gives the whole mapping
+                fix = "write the number without quotes (on the command line, give the whole mapping as JSON)."
         elif kind in ("str", "path") and isinstance(value, (int, float)) and not isinstance(value, bool):
             fix = ("quote it: YAML reads unquoted digits as a number (on the command line: -e '{\"%s\": "
                    "\"...\"}')." % name)
@@ -227,8 +229,10 @@ def check_value(name, value, spec, where, origin=None, values=None):
     if controls:
         return [Problem(name + suffix, "holds %s (character %d): wherever it lands (a unit line, a script, a "
                         "config file, a command) it would end the line there or carry a byte the reader takes as "
-                        "syntax (%s)." % (what, position + 1, where), "remove it: write the value on one line "
-                        "of printable characters.") for suffix, position, what in controls]
+                        "syntax (refused in every string of every variable; value from %s)." % (
+                            what, position + 1, origin or "the recipe"),
+                        "remove it: write the value on one line of printable characters.")
+                for suffix, position, what in controls]
     choices = spec.get("choices")
     if choices is not None and kind != "list" and value not in choices:
         problems.append(Problem(name, "%s is not one of %s (%s)." % (shown(value, spec), ", ".join(map(str, choices)),
@@ -398,12 +402,9 @@ def cross_checks(cluster, values):
 
 
 def model_source_problems(cluster, values):
-    """The model stage's source: a node of this site, and with source controller, the controller's folder."""
+    """The model stage's source: with source controller, the controller's folder (that the source node is one of
+    the site's is its form, node name)."""
     problems = []
-    node, names = values.get("model_source_node"), [n.name for n in cluster.nodes]
-    if isinstance(node, str) and node not in names:
-        problems.append(Problem("model_source_node", "%r is not a node of this site (%s)." % (node, ", ".join(names)),
-                                "name one of the site's nodes, or leave it unset (the head)."))
     if values.get("model_source") == "controller" and not values.get("model_controller_dir"):
         problems.append(Problem("model_controller_dir", "model_source is controller, but no folder is named.",
                                 "set model_controller_dir to the checkpoint's folder on the controller."))

@@ -340,7 +340,6 @@ SITE_KEYS = {
 }
 NODE_KEYS = ("name", "address", "rank", "management_interface", "cables")
 
-# Matched with fullmatch: "$" would let a trailing newline through.
 # What a name reads as: case folded, and the ASCII look-alikes of host names made one (dgx1, DGXl, dgxI).
 _LOOKALIKES = (("rn", "m"), ("vv", "w"), ("0", "o"), ("1", "l"), ("i", "l"))
 
@@ -353,6 +352,7 @@ def skeleton(name):
     return out
 
 
+# Matched with fullmatch: "$" would let a trailing newline through.
 _NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 _IFNAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}")
 _VAR_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

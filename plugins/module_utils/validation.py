@@ -17,6 +17,7 @@ image stage's own controller-side ``image_lock`` step, before it touches a node.
 from __future__ import annotations
 
 import functools
+import json
 import os
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import (
@@ -181,14 +182,21 @@ def check(site, hosts, host_values, specs, recipe_files=None, extra_vars=None):
         add([Problem("hosts", "the play targets %s but the site has %s." % (", ".join(sorted(hosts)), ", ".join(names)),
                      "run stages against the whole cluster; use --limit only for read-only checks.")])
     site_vars = cluster.extra_vars
+    checked = set()
     for host in hosts:
         if host not in names:
             continue
         values = host_values.get(host) or {}
+        own = cluster.hostvars(host)
         for key in DERIVED:
-            if key in values and values[key] != cluster.hostvars(host)[key]:
+            if key in values and values[key] != own[key]:
                 add([Problem("%s.%s" % (host, key), "differs from what the site file derives.",
                              "remove the hand-set %s; the inventory plugin owns it." % key)])
+        # Hosts whose variables differ only in what the site derives per node get the same verdict: check once.
+        fingerprint = json.dumps({k: v for k, v in values.items() if k not in own}, sort_keys=True, default=repr)
+        if fingerprint in checked:
+            continue
+        checked.add(fingerprint)
         where = origins(values, site_vars, recipe_files or {}, extra_vars, values)
         # A listener left at its role default still takes its port: the defaults join the port check.
         ports = {name: spec["default"] for options in specs.values() for name, spec in options.items()

@@ -34,6 +34,9 @@ _OF = re.compile(r"engine config of (?P<flag>--[a-z0-9-]+)")
 # Unicode categories no value needs: C0/C1 controls (newline, NUL, escape), format characters (bidirectional
 # overrides, zero-width characters), surrogates, and the line and paragraph separators.
 _CONTROL_CATEGORIES = ("Cc", "Cf", "Cs", "Zl", "Zp")
+# Unicode names no control character of C0 and C1: the ones a value most often carries.
+_CONTROL_NAMES = {"\n": "(a newline)", "\r": "(a carriage return)", "\t": "(a tab)", "\x00": "(a NUL byte)",
+                  "\x1b": "(an escape)", "\x85": "(a next-line, NEL)"}
 
 
 def control(value, path=""):
@@ -44,7 +47,8 @@ def control(value, path=""):
             return out
         for i, char in enumerate(value):
             if unicodedata.category(char) in _CONTROL_CATEGORIES:
-                out.append((path, i, "U+%04X %s" % (ord(char), unicodedata.name(char, "(a control character)"))))
+                out.append((path, i, "U+%04X %s" % (ord(char), _CONTROL_NAMES.get(char) or unicodedata.name(
+                    char, "(a control character)"))))
                 break
     elif isinstance(value, dict):
         for key, item in value.items():

@@ -122,3 +122,19 @@ def test_every_upstream_config_flag_takes_a_json_object():
     # --config reads a YAML file, --generation-config names a folder or "vllm"; the other two take text by design
     assert set(not_json) <= {"--config", "--generation-config", "--model-loader-extra-config",
                              "--additional-config"}, not_json
+
+
+def test_each_patched_flag_is_unknown_upstream_or_its_recipe_value_is():
+    """serve_patched_flags lists the flags the table skips: each must be one the upstream parser does not know, or
+    knows with other values (upstream 0.32.0 has --linear-backend, --moe-backend, --jit-monitor-mode and
+    --engram-config, without tilelang, off or the release's engram keys). Otherwise the check would skip a flag
+    for nothing."""
+    argv, patched, _ = recipe_argvs()["vllm"]
+    table = engine_flags.table("vllm")
+    for flag in patched:
+        if flag not in table["flags"]:
+            continue
+        i = argv.index(flag)
+        value = argv[i + 1] if table["flags"][flag]["nargs"] != 0 else None
+        assert engine_flags.argv_problems([flag] + ([value] if value is not None else []), table), (
+            "%s %s parses upstream: remove it from serve_patched_flags" % (flag, value))
