@@ -34,7 +34,7 @@ _OF = re.compile(r"engine config of (?P<flag>--[a-z0-9-]+)")
 # Unicode categories no value needs: C0/C1 controls (newline, NUL, escape), format characters (bidirectional
 # overrides, zero-width characters), surrogates, and the line and paragraph separators.
 _CONTROL_CATEGORIES = ("Cc", "Cf", "Cs", "Zl", "Zp")
-# Unicode names no control character of C0 and C1: the ones a value most often carries.
+# Unicode gives the C0 and C1 controls no name: these are the ones a value most often carries.
 _CONTROL_NAMES = {"\n": "(a newline)", "\r": "(a carriage return)", "\t": "(a tab)", "\x00": "(a NUL byte)",
                   "\x1b": "(an escape)", "\x85": "(a next-line, NEL)"}
 

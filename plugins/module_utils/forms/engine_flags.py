@@ -56,7 +56,7 @@ def _convert(spec, text):
         return float(text)
     if kind == "json" or kind == "json_or_str" and re.fullmatch(r"(?s)\s*{.*}\s*", text):
         return json.loads(text)
-    if kind == "config":
+    if kind in ("config", "object"):
         value = json.loads(text)
         if not isinstance(value, dict):
             raise ValueError("not a JSON object")
@@ -78,7 +78,8 @@ def _describe(kind):
     kind = kind.partition("|")[0]
     return {"int": "a whole number", "human_int": "a whole number (or 1k, 2M)", "human_int_auto": "a whole number "
             "(or 1k, 2M, auto)", "float": "a number", "json": "JSON", "json_or_str": "a string or a JSON object",
-            "config": "a JSON object of the config's keys", "str": "a string"}.get(kind, "a value")
+            "config": "a JSON object of the config's keys", "object": "a JSON object",
+            "str": "a string"}.get(kind, "a value")
 
 
 def _is_flag(table_, token):
@@ -128,7 +129,7 @@ def _value_problem(flag, spec, value):
     try:
         converted = _convert(spec, value)
     except (ValueError, TypeError) as exc:
-        detail = " (%s)" % exc if kind.startswith(("json", "config")) else ""
+        detail = " (%s)" % exc if kind.startswith(("json", "config", "object")) else ""
         return "%s %r is not %s%s." % (flag, value, _describe(kind), detail)
     choices = spec.get("choices")
     if choices is not None and converted is not None and str(converted) not in choices:
@@ -166,12 +167,10 @@ def argv_problems(argv, table_, patched=(), positionals_allowed=0):
         if name in patched:
             nxt = argv[i + 1] if i + 1 < len(argv) else None
             value = inline if eq else (nxt if isinstance(nxt, str) and not _is_flag(table_, nxt) else None)
-            if name.endswith("-config") and value is not None:
-                bad = _value_problem(name, {"type": "json"}, value)
-                if bad:
-                    out.append((index, bad + " (every --*-config flag of vLLM takes one)",
-                                "write the value as a JSON object, e.g. '{\"key\": \"value\"}' in YAML single "
-                                "quotes."))
+            if name.endswith("-config") and value is not None and _value_problem(name, {"type": "object"}, value):
+                out.append((index, "%s %r is not a JSON object, and every --*-config flag of vLLM takes one." % (
+                    name, value), "write the value as a JSON object, e.g. '{\"key\": \"value\"}' in YAML single "
+                    "quotes."))
             i += 1 + (0 if eq or value is None else 1)
             continue
         if name in (table_.get("refused") or {}):
