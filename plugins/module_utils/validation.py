@@ -201,7 +201,9 @@ def check(site, hosts, host_values, specs, recipe_files=None, extra_vars=None):
         # A listener left at its role default still takes its port: the defaults join the port check.
         ports = {name: spec["default"] for options in specs.values() for name, spec in options.items()
                  if name in recipe.LISTENERS and isinstance(spec.get("default"), int)}
-        found = recipe.check_vars(values, specs, where) + recipe.cross_checks(cluster, dict(ports, **values))
+        found = recipe.check_vars(values, specs, where)
+        refused = {p.field for p in found}  # a cross-field rule does not refuse again what a variable's form did
+        found += [p for p in recipe.cross_checks(cluster, dict(ports, **values)) if p.field not in refused]
         fields = {p.field for p in found}  # an env key another rule refused already is not named twice
         set_names = set(values) | set(extra_vars or {})
         add(found + [p for p in site_problems(cluster, site, values, specs, where, set_names)

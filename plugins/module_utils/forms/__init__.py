@@ -31,6 +31,7 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils.forms import (
 LINE = re.compile(r"Form: (?P<form>.+?)\.(?P<empty> Empty means unset\.)?")
 _UNDER = re.compile(r"path under (?P<roots>/\S*(?:, /\S*)*)")
 _OF = re.compile(r"engine config of (?P<flag>--[a-z0-9-]+)")
+_AS = re.compile(r"as role (?P<role>[a-z_]+) declares it")
 # Unicode categories no value needs: C0/C1 controls (newline, NUL, escape), format characters (bidirectional
 # overrides, zero-width characters), surrogates, and the line and paragraph separators.
 _CONTROL_CATEGORIES = ("Cc", "Cf", "Cs", "Zl", "Zp")
@@ -152,6 +153,9 @@ FORMS = {
     "variable name": (_each(words.variable), "the validation and Ansible"),
     "interface name": (_each(words.interface), "the collective check's NCCL and Gloo socket"),
     "IPv4 address": (_each(words.ipv4), "the collective check's rendezvous"),
+    "IP address": (_each(words.ip_address), "the API proxy's listen lines"),
+    "network or address": (_each(words.network_or_address), "the firewall's rules (nftables sets)"),
+    "as role": (lambda value, values, arg: [], "the role named, whose own declaration holds the form"),
     "address with prefix": (_each(words.address_prefix), "the validation (Docker's daemon.json)"),
     "network": (_each(words.network), "the validation (Docker's daemon.json)"),
     "CPU list": (_each(words.cpus), "docker run --cpuset-cpus"),
@@ -162,7 +166,7 @@ FORMS = {
     "ulimit": (_each(words.ulimit), "docker run --ulimit"),
     "bind mount": (_each(structured.bind_mount), "docker run -v"),
     "device": (_each(structured.device), "docker run --device"),
-    "API key": (_each(words.api_key), "the head's key file and the engine"),
+    "API key": (_each(words.api_key), "the head's key file, the engine and the API proxy's key map"),
     "environment": (_environment, "docker run --env and env files"),
     "JSON object": (_whole(structured.json_object), "JSON (a file on the node or an engine flag)"),
     "boot markers": (_whole(structured.boot_markers), "the serve stage's boot-log check"),
@@ -184,11 +188,13 @@ def parse(line):
     if not match:
         return None
     form, arg = match.group("form"), None
-    under, of = _UNDER.fullmatch(form), _OF.fullmatch(form)
+    under, of, as_role = _UNDER.fullmatch(form), _OF.fullmatch(form), _AS.fullmatch(form)
     if under:
         form, arg = "path under", under.group("roots")
     elif of:
         form, arg = "engine config of", of.group("flag")
+    elif as_role:
+        form, arg = "as role", as_role.group("role")
     if form not in FORMS:
         raise ValueError("unknown form %r (plugins/module_utils/forms/__init__.py lists them)" % form)
     return form, arg, bool(match.group("empty"))

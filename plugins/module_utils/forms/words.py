@@ -11,6 +11,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import firewall, proxy
+
 _PACKAGE = re.compile(r"[a-z0-9][a-z0-9+.-]+")
 _VERSION = re.compile(r"[0-9][A-Za-z0-9.+~:_-]*")
 _USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
@@ -33,7 +35,6 @@ _SECURITY_OPT = re.compile(r"[a-z-]+([=:][A-Za-z0-9_.,:/=-]+)?")
 ULIMITS = ("core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice", "nofile", "nproc", "rss", "rtprio",
            "rttime", "sigpending", "stack")
 _ULIMIT = re.compile(r"(?P<name>[a-z]+)=(?P<soft>-1|[0-9]+)(:(?P<hard>-1|[0-9]+))?")
-_KEY = re.compile(r"[!-~]+")
 _FLAG = re.compile(r"--?[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
@@ -197,11 +198,31 @@ def ulimit(value):
 
 
 def api_key(value):
-    if _fits(_KEY, value) and not set("'\"\\") & set(value):
+    """The key as the head's API proxy matches it (proxy.key_problem), which the key file and SGLang's config
+    file carry as well."""
+    if not proxy.key_problem(value):
         return None
-    return ("is not a key of printable characters without spaces, quotes or backslashes: the key file's "
-            "VLLM_API_KEY= line (and SGLang's config file) would carry it otherwise.",
-            "use letters, digits and punctuation, or leave it empty to have one generated on the head.")
+    return ("has characters the API proxy's key map cannot match as they are (it takes letters, digits and "
+            "- . _ ~ + / =).", "use only those, or leave it empty to have one generated on the head.")
+
+
+def ip_address(value):
+    try:
+        ipaddress.ip_address(value)
+        return None
+    except ValueError:
+        return ("is not an IP address.", "name an address of the head (its management address, one of its fabric "
+                "addresses, or 0.0.0.0 for every interface).")
+
+
+def network_or_address(value):
+    """An address or network as the firewall writes it (firewall.network: never every address)."""
+    try:
+        firewall.network(value, "")
+        return None
+    except firewall.FirewallError as exc:
+        message, _, fix = str(exc).partition(": ")[2].partition(" Fix: ")
+        return (message.split(" ", 1)[1] if message.startswith("'") else message, fix)
 
 
 def flag_name(value):

@@ -10,7 +10,6 @@ import jinja2
 import jinja2.nativetypes
 import pytest
 import yaml
-from jinja2.nativetypes import NativeEnvironment
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import recipe, topology
 from tests.conftest import ROOT
@@ -38,25 +37,6 @@ def collection_recipe():
     """{name: (group_vars/all/<file>, value)} of the collection's recipe, as the validate action reads it (read
     once; each call gets its own copy)."""
     return copy.deepcopy(_recipe_files())
-
-
-def templated(values):
-    """The values with their Jinja rendered over each other, as hostvars gives them to the validate action (the
-    recipe's own templates: {{ ds41f_release }}, {{ model_dir }}, ...)."""
-    env = NativeEnvironment()
-
-    def render(item):
-        if isinstance(item, str) and "{{" in item:
-            return env.from_string(item).render(values)
-        if isinstance(item, dict):
-            return {k: render(v) for k, v in item.items()}
-        if isinstance(item, list):
-            return [render(v) for v in item]
-        return item
-
-    for _ in range(4):  # a template may name another
-        values = {k: render(v) for k, v in values.items()}
-    return values
 
 
 def host_values(site, overrides=None, extra=None):

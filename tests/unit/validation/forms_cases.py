@@ -55,7 +55,9 @@ BAD = {
     "bind mount": ["/:/host:rw", "/etc:/etc:ro", "/var/cache/x", "relative:/x", "/var/cache/x:/x:rx",
                    "/var/cache/x:/:rw"],
     "device": ["/etc/shadow:/dev/x", "/dev/infiniband:/dev/infiniband:rwx", "dev/x"],
-    "API key": ["a b", 'key"', "x'y", "back\\slash"],
+    "API key": ["a b", 'key"', "x'y", "back\\slash", "semi;colon", "dollar$"],
+    "network or address": ["0.0.0.0/0", "::/0", "10.0.0.300", "any", "10.0.0.0/33"],
+    "IP address": ["head", "10.0.0.300", "10.0.0.0/24"],
     "controller path": [" "],
     "JSON object": [{"when": datetime.date(2026, 12, 7)}, {1: "x"}, {"a": float("nan")}, {"a": {"b": {1, 2}}}],
     "engine config of": [{"cudagraph_mod": "FULL"}, {"level": 3, "nope_key": 1}],
@@ -69,6 +71,8 @@ BAD = {
     "sysctl settings": [{"Kernel Panic": 1}, {"kernel": 1}, {"kernel.panic = 1 #": 1}],
     "bench arguments": [["--no-such-bench-flag"]],
 }
+# A good value of a list of mappings the recipe leaves empty, so each sub-option's bad value has a mapping to go in.
+SAMPLES = {"firewall_allow": [{"port": 9100, "proto": "tcp", "sources": ["192.0.2.0/24"]}]}
 # One of each: what the C0, C1, format and separator classes of control characters look like.
 CONTROLS = ("\n", "\r", "\x00", "\x1b", "\x85", "\u202e", "\u200b", "\u2028")
 
@@ -139,7 +143,7 @@ def _wrap(name, keys, value, recipe_values):
     replaced)."""
     if not keys:
         return value
-    parent, key = recipe_values.get(name), keys.rpartition(".")[2]
+    parent, key = recipe_values.get(name) or SAMPLES.get(name), keys.rpartition(".")[2]
     if keys.startswith("[0]"):
         return [dict(parent[0], **{key: value})] + list(parent[1:])
     return dict(parent or {}, **{key: value})

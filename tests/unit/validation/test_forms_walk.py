@@ -65,9 +65,15 @@ def test_every_rendered_variable_declares_the_form_of_its_destination():
 
 def test_every_declared_option_declares_a_form_even_where_no_template_renders_it():
     """Options read by lookups and modules (the launch spec, the doctor) land too: each declares its form."""
-    missing = [(role, name) for name, specs in declared_options(ROOT).items() for role, spec in specs
-               if not recipe.has_form(spec)]
+    options = declared_options(ROOT)
+    missing = [(role, name) for name, specs in options.items() for role, spec in specs if not recipe.has_form(spec)]
     assert missing == []
+    # "as role R declares it": R declares it, with a form of its own
+    for name, specs in options.items():
+        for role, spec in specs:
+            if spec.get("form") == "as role":
+                owner = [s for r, s in specs if r == spec["form_arg"]]
+                assert owner and recipe.has_form(owner[0]) and owner[0].get("form") != "as role", (role, name)
 
 
 def test_a_new_variable_without_a_form_is_found(tmp_path):
