@@ -197,6 +197,7 @@ def render(recipe, shape, node, cluster):
     plain = {k: v for k, v in recipe.items() if k not in NOT_VLLM_KEYS} if engine.NAME == engines.DEFAULT else recipe
     key = engine.api_key(recipe, node) or {}
     cluster_inputs = {"recipe": plain, "shape": shape, "cluster": cluster}
+    env = environment(recipe, shape, node, cluster, extra)
     spec = {
         "name": recipe["container_name"],
         "image": recipe["image"],
@@ -204,8 +205,8 @@ def render(recipe, shape, node, cluster):
         "head": node["rank"] == 0,
         "entrypoint": list(recipe.get("entrypoint") or []),
         "image_entrypoint": list(recipe.get("image_entrypoint") or []),
-        "command": command(recipe, shape, node, cluster, extra),
-        "env": environment(recipe, shape, node, cluster, extra),
+        "command": engine.attach(command(recipe, shape, node, cluster, extra), env),
+        "env": env,
         "env_files": list(recipe.get("env_files") or []),
         "mounts": list(recipe.get("mounts") or []) + list(key.get("mounts") or []),
         "devices": list(recipe.get("devices") or []),

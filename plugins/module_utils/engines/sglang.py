@@ -135,11 +135,14 @@ def check(recipe, shape, context):
 
 
 def command(recipe, shape, node, cluster, context, kv_bytes, shape_args=()):
-    """``run`` for the image's boot, carrying the SGLang arguments the boot builds (BootCommand). ``kv_bytes`` is
-    not used: SGLang sizes its KV pool from the memory fraction (and MAX_TOTAL_TOKENS)."""
-    env = dict({str(k): str(v) for k, v in (recipe.get("env") or {}).items()},
-               **rank_env(recipe, shape, node, cluster, context, shape_args))
-    return BootCommand([BOOT_RUN], server_argv(env))
+    """``run`` for the image's boot: the rank's settings are its environment (rank_env). ``kv_bytes`` is not used:
+    SGLang sizes its KV pool from the memory fraction (and MAX_TOTAL_TOKENS)."""
+    return [BOOT_RUN]
+
+
+def attach(command, env):
+    """The rank's command carrying the SGLang arguments the boot builds from the container's whole ``env``."""
+    return BootCommand(command, server_argv(env))
 
 
 def server_argv(env):

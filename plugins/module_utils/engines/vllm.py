@@ -103,6 +103,11 @@ def rank_env(recipe, shape, node, cluster, context, shape_args=()):
     return {}
 
 
+def attach(command, env):
+    """The command as it is: vLLM's parser judges the command itself."""
+    return command
+
+
 def fabric_env(recipe, shape, node, cluster):
     """sparknet's routing and sizes for this rank (plugins/module_utils/sparknet.py), and the rank's own address on
     the rendezvous network as VLLM_HOST_IP."""
