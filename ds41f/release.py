@@ -158,10 +158,23 @@ def compare(launches):
         label = against if against == shape else "%s (no recorded %s launch of this shape: compared with %s's)" % (
             shape, engine, against)
         ranks.append((rank, label, unlisted, listed))
-    shapes = {(engine_of(ln["spec"]), compare_shape(engine_of(ln["spec"]), shape_of(ln["spec"]))) for ln in launches}
+    shapes = sorted({(engine_of(ln["spec"]), compare_shape(engine_of(ln["spec"]), shape_of(ln["spec"])))
+                     for ln in launches})
     stale = [e for e in entries if id(e) not in matched and any(
         e["engine"] == engine and shape in e["shapes"] for engine, shape in shapes)]
-    return {"ranks": ranks, "stale": stale}
+    return {"ranks": ranks, "stale": stale, "records": shapes}
+
+
+def record_lines(engine, shape):
+    """What the recorded launch of ``shape`` is made of, and every item the seed's changes removed or renamed."""
+    files = ([SGLANG_RECORD, SGLANG_CHANGES] if engine == "sglang" else [VLLM_RECORDS[shape], VLLM_RANKS,
+                                                                         VLLM_CHANGES])
+    changes = changes_of(engine, shape)
+    removed = [c["item"] for c in changes if "rename" not in c and c.get("value") is None]
+    renamed = ["%s -> %s" % tuple(c["rename"]) for c in changes if "rename" in c]
+    return ["# recorded %s launch of %s: %s; %d changes of the seed, each with its line%s%s" % (
+        engine, shape, ", ".join(files), len(changes), "; removed: %s" % ", ".join(removed) if removed else "",
+        "; renamed: %s" % ", ".join(renamed) if renamed else "")]
 
 
 def show(value, width=70):
@@ -174,6 +187,8 @@ def report(result, names=None):
     there; each reviewed reason once, numbered, at the end; the count of reviewed differences), and whether it
     passes: nothing unlisted, nothing stale."""
     lines, ok, reasons, first = [], True, [], {}
+    for engine, shape in result.get("records") or []:
+        lines += record_lines(engine, shape)
     for rank, shape, unlisted, listed in result["ranks"]:
         name = (names or {}).get(rank, "rank %s" % rank)
         rows = [(d, None) for d in unlisted] + listed
