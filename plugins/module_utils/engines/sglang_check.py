@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to dgxspark.ds41f
 # Apache License 2.0 (see LICENSE)
-"""Rendered SGLang commands against SGLang's own argument parser (``sglang.srt.server_args``).
+"""Each rank's SGLang arguments against SGLang's own argument parser (``sglang.srt.server_args``): what the image's
+boot builds from the rank's environment (``server_argv``; engines/sglang.py).
 
 SGLang's server arguments import torch and triton, so the parser runs in its own Python process with
 ``paths`` on its PYTHONPATH (``make sglang-parser``: sglang and a few modules over the lab engine's site). It
