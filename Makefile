@@ -19,7 +19,7 @@ export CONTAINERS_CONF := $(CURDIR)/ds41f/lab/containers.conf
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: mutate checks demo test prereqs venv engine-venv lint unit unit-engines unit-controller molecule sanity galaxy matrix ee core-oldest core-oldest-lab host-before host-after clean-lab engine sglang-parser proxy-nginx
+.PHONY: mutate checks demo test prereqs venv engine-venv lint unit unit-engines unit-controller molecule sanity galaxy matrix ee core-oldest core-oldest-lab host-before host-after clean-lab engine sglang-parser proxy-nginx engine-flags
 
 # The Debian packages the lab and .venv need: installed when missing (as root), else the one apt command to run.
 prereqs:
@@ -75,6 +75,11 @@ $(PROXY_NGINX)/.installed:
 	for deb in $(PROXY_NGINX)/debs/*.deb; do dpkg -x $$deb $(PROXY_NGINX)/root; done
 	$(PROXY_NGINX)/root/usr/sbin/nginx -v
 	touch $@
+
+# The engines' flag tables the validation checks serve_args with (plugins/module_utils/engines/*_flags.json), from
+# the lab engine's vLLM and SGLang's parser; tests/unit/serve/test_engine_flag_tables.py fails when one is stale.
+engine-flags: engine sglang-parser
+	python -m ds41f.engine_flags
 
 # .venv runs every test but those that import the lab engine's cp311 site (engine_python) or need torch and
 # TileLang (torch, cp311 here too): the engine's venv runs those.

@@ -34,8 +34,10 @@ def compare(readings):
     the reviewed list's reason for each; 1 when one is not reviewed or the list names one that is gone."""
     from ds41f import release
 
-    specs = [reading["spec"] for _, reading in readings]
-    result = release.compare(specs, [reading.get("env_files") or {} for _, reading in readings])
+    # The docker run line itself (the image as it names it, by tag or ID, and the head's key file), with the spec
+    # for what the line cannot say (the image's own entrypoint) and the env files' contents.
+    result = release.compare([{"spec": reading["spec"], "words": shlex.split(reading["command"]),
+                               "env_files": reading.get("env_files") or {}} for _, reading in readings])
     lines, ok = release.report(result, {int(reading["rank"]): name for name, reading in readings})
     print("\n".join(lines))
     print("ds41f render --compare: %s (reviewed list: %s)" % (

@@ -10,8 +10,16 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.alignment import mismatches
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.drift import ACROSS_NODES
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import host_fact, plain
 from ansible_collections.dgxspark.ds41f.plugins.modules import alignment as module_doc
+
+
+def finding(mismatch):
+    """A difference as the doctor's row about every node, with its object as data (a warning)."""
+    return {"node": "all", "setting": mismatch["setting"], "expected": ACROSS_NODES, "found": mismatch["found"],
+            "fix": mismatch["fix"], "severity": "warn",
+            "object": {"kind": "alignment", "name": mismatch["setting"], "node": "all"}}
 
 
 class ActionModule(ActionBase):
@@ -20,9 +28,8 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        self.validate_argument_spec(argument_spec=checks.doc_spec(module_doc.DOCUMENTATION, yaml.safe_load))
-        args = self._task.args
-        fact = args.get("fact", "ds41f_node")
+        _, args = self.validate_argument_spec(argument_spec=checks.doc_spec(module_doc.DOCUMENTATION, yaml.safe_load))
+        fact = args["fact"]
         keys = list(args.get("keys") or [])
         hosts = list(args.get("hosts") or task_vars["ansible_play_hosts_all"])
         readings, missing = {}, []
@@ -36,15 +43,21 @@ class ActionModule(ActionBase):
                 missing.append(host)
             else:
                 readings[host] = value
-        if missing:
+        if missing and args["unread"] == "fail":
             result.update(failed=True, msg="no %s fact for %s. Fix: run the reading task on every node first." % (
                 fact, ", ".join(missing)))
             return result
         found = mismatches(readings, keys)
-        result.update(changed=False, mismatches=found, checked=keys, nodes=sorted(readings))
+        warn = args["severity"] == "warn"
+        result.update(changed=False, mismatches=[] if warn else found, checked=keys, nodes=sorted(readings),
+                      unread=missing, findings=[finding(m) for m in found] if warn else [])
+        left_out = " (%s not read: %s)" % (fact, ", ".join(missing)) if missing else ""
         if found:
-            result.update(failed=True, msg="nodes differ (%d):\n%s" % (len(found), "\n".join(
+            result.update(failed=not warn, msg="nodes differ (%d)%s:\n%s" % (len(found), left_out, "\n".join(
                 "  - %s: %s. Fix: %s" % (m["setting"], m["found"], m["fix"]) for m in found)))
+            if warn:  # shown by every callback, as a run does not fail on it
+                result["warnings"] = ["%s differs across nodes: %s. Fix: %s" % (m["setting"], m["found"], m["fix"])
+                                      for m in found]
         else:
-            result["msg"] = "%d nodes agree on %s" % (len(readings), ", ".join(keys))
+            result["msg"] = "%d nodes agree on %s%s" % (len(readings), ", ".join(keys), left_out)
         return result

@@ -80,9 +80,10 @@ class ActionModule(ActionBase):
             return result
         result.update(changed=False, shape=cluster.shape.name, nodes=[n.name for n in cluster.nodes],
                       msg="site %s: %d nodes, %d fabric paths; %d recipe variables checked against %d roles; "
-                          "launch spec of every rank rendered%s" % (
+                          "launch spec of every rank rendered%s; %s" % (
                               cluster.shape.name, len(cluster.nodes), len(cluster.cable_table()),
-                              len(host_values[hosts[0]]), len(specs), validation.parser_note(host_values[hosts[0]])))
+                              len(host_values[hosts[0]]), len(specs), validation.parser_note(host_values[hosts[0]]),
+                              validation.table_note(host_values[hosts[0]])))
         if unchecked:
             # The stage plays skip the roles' own per-host spec check (this one covers it): say what it could not.
             result["not_checked"] = sorted(unchecked)

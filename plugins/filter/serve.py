@@ -18,8 +18,9 @@ def launch_spec(values, shape, rank, nodes, head_address):
     spark_head_address)``."""
     try:
         found = {k: plain(values[k]) for k in launch.VAR_NAMES if k in values}
-        return launch.render(launch.recipe_from_vars(found), plain(shape), launch.node_from_vars(found, rank),
-                             {"nodes": int(nodes), "head_address": str(head_address)})
+        # plain data for Ansible (an SGLang boot command is a list that also carries its server arguments)
+        return plain(launch.render(launch.recipe_from_vars(found), plain(shape), launch.node_from_vars(found, rank),
+                                   {"nodes": int(nodes), "head_address": str(head_address)}))
     except launch.LaunchError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 

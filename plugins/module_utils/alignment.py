@@ -15,6 +15,10 @@ FIXES = {
     "governor": "run the host_baseline stage on every node.",
     "image_id": "run the image stage: it ships one image to every node.",
     "dgx_spark": "do not mix DGX Sparks with other machines in one cluster.",
+    "cx7_firmware": "update the ConnectX-7 firmware of the nodes behind to the others' (DGX OS ships it through "
+                    "fwupd: fwupdmgr refresh && fwupdmgr update on each, then a cold power cycle).",
+    "rdma_core": "install the others' rdma-core on the nodes that differ (apt-get install rdma-core=<version> "
+                 "ibverbs-providers=<version> on each).",
 }
 
 

@@ -35,17 +35,19 @@ def _flag(command, name):
 
 
 def rendezvous(spec, master_addr="", master_port=0):
-    """(address, port) the engine's group meets at, from the spec's command; the overrides win when set."""
+    """(address, port) the engine's group meets at, from the spec's command (vLLM) or the setting the image's boot
+    reads (SGLang's DIST_INIT_ADDR); the overrides win when set."""
     command = [str(a) for a in spec.get("command") or []]
     addr, port = _flag(command, "--master-addr"), _flag(command, "--master-port")
-    dist_init = _flag(command, "--dist-init-addr")
+    dist_init = _flag(command, "--dist-init-addr") or (spec.get("env") or {}).get("DIST_INIT_ADDR")
     if dist_init and not addr:
         addr, _, port = dist_init.rpartition(":")
     addr = master_addr or addr
     port = int(master_port or port or 0)
     if not addr or not port:
-        raise CollectiveError("the launch spec of rank %s renders no rendezvous (--master-addr/--master-port or "
-                              "--dist-init-addr). Fix: set master_addr and master_port." % spec.get("rank"))
+        raise CollectiveError("the launch spec of rank %s renders no rendezvous (--master-addr/--master-port, "
+                              "--dist-init-addr or DIST_INIT_ADDR). Fix: set master_addr and master_port."
+                              % spec.get("rank"))
     if not 0 < port < 65536:
         raise CollectiveError("master_port: %d is not a TCP port. Fix: use 1 to 65535." % port)
     return addr, port

@@ -11,8 +11,9 @@
     module.exit_json(**plan.result())
 
 ``changed`` is ``bool(actions)``; ``diff`` shows each setting before and after; ``drift`` is the list the
-doctor's drift table reads (setting, expected, found, fix, and as data the ``object`` the row is about and, for a
-consequence, the ``cause`` object it follows from: see ``obj``). In check mode nothing is called.
+doctor's drift table reads (setting, expected, found, the ``fix`` an operator types when it is not the stage's
+own run, the ``action`` that run would take, and as data the ``object`` the row is about and, for a consequence,
+the ``cause`` object it follows from: see ``obj``). In check mode nothing is called.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ def _text(value):
 
 class Plan:
     def __init__(self, module, fix=None):
-        """``fix``: what an operator types to mend any row of this plan (``ds41f run firewall``); without it a row's
-        fix is its action."""
+        """``fix``: what an operator types to mend any row of this plan (``ds41f run firewall``); without it the
+        doctor gives the row's stage (``ds41f run <stage>``). A row's ``action`` says what that run would do."""
         self.module = module
         self.fix = fix
         self.actions = []
@@ -69,7 +70,8 @@ class Plan:
         row explains it (the doctor then shows only that row). ``diff``: (before, after) when the diff should show
         more than the row's found and expected (a whole table beside the row's summary of it)."""
         if row:
-            entry = {"setting": setting, "expected": expected, "found": found, "fix": fix or self.fix or action}
+            entry = {"setting": setting, "expected": expected, "found": found, "fix": fix or self.fix,
+                     "action": action}
             for key, value in (("object", _object(about)), ("cause", _object(cause))):
                 if value:
                     entry[key] = value

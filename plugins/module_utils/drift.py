@@ -111,6 +111,8 @@ def rows_from_result(node, stage, task_name, result, stage_cmd=None):
         out.append(row(entry.get("node", node), entry.get("stage", stage), entry.get("setting"), entry.get("expected"),
                        entry.get("found"), entry.get("fix") or fix_stage, entry.get("severity", "error"),
                        entry.get("path"), entry.get("object"), entry.get("cause")))
+        if entry.get("action"):  # what the fix's run would do there: the report keeps it beside the fix
+            out[-1]["action"] = _text(entry["action"])
     if result.get("changed") and not drift:
         out.append(row(node, stage, _thing(result, task_name), "as the %s stage sets it" % stage,
                        "would change (see --diff)", fix_stage))

@@ -56,22 +56,25 @@ def _value_problem(value):
 
 def problems(values):
     """Problems of every environment in ``values`` ({variable: value})."""
+    return [p for var in sorted(values) for field, env in mappings(var, values[var])
+            for p in mapping_problems(field, env)]
+
+
+def mapping_problems(field, env):
+    """Problems of one environment mapping, named ``field.KEY``."""
     out = []
-    for var in sorted(values):
-        for field, env in mappings(var, values[var]):
-            for key, value in env.items():
-                where = "%s.%s" % (field, key)
-                if not isinstance(key, str) or not _KEY.fullmatch(key):
-                    out.append(Problem(where, "%r is not an environment variable name." % (key,),
-                                       "use letters, digits and underscores, not starting with a digit."))
-                    continue
-                if key in TOPOLOGY_OWNED:
-                    out.append(Problem(where, "is derived per node from the site's topology; set here it would "
-                                       "override that on every rank.",
-                                       "remove it; change the site file (cables, gid_index, management_interface, "
-                                       "addresses) instead."))
-                    continue
-                bad = _value_problem(value)
-                if bad:
-                    out.append(Problem(where, *bad))
+    for key, value in env.items() if isinstance(env, dict) else ():
+        where = "%s.%s" % (field, key)
+        if not isinstance(key, str) or not _KEY.fullmatch(key):
+            out.append(Problem(where, "%r is not an environment variable name." % (key,),
+                               "use letters, digits and underscores, not starting with a digit."))
+            continue
+        if key in TOPOLOGY_OWNED:
+            out.append(Problem(where, "is derived per node from the site's topology; set here it would override that "
+                               "on every rank.", "remove it; change the site file (cables, gid_index, "
+                               "management_interface, addresses) instead."))
+            continue
+        bad = _value_problem(value)
+        if bad:
+            out.append(Problem(where, *bad))
     return out

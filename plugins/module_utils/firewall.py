@@ -170,6 +170,8 @@ def problems(values):
             field, _, rest = str(exc).partition(": ")
             message, _, fix = rest.partition(" Fix: ")
             out.append((field, message, fix))
+        except (TypeError, AttributeError, KeyError):
+            pass  # a value of another type than its spec declares: the spec's type check names it
 
     ssh = {"port": 22, "sources": values.get("firewall_ssh_sources") or [],
            "interfaces": values.get("firewall_ssh_interfaces") or []}

@@ -14,10 +14,13 @@ The rollout is canary first, then one node at a time:
 
 from __future__ import annotations
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.boot import entry_path
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.boot import entry_path, missing_params
 
 PIN_FILE = "/etc/default/grub.d/zz-ds41f-kernel.cfg"
 PIN_HEADER = "# Written by dgxspark.ds41f (kernel stage): the entry GRUB boots by default.\n"
+CMDLINE_FILE = "/etc/default/grub.d/zz-ds41f-cmdline.cfg"
+# A kernel parameter as the drop-in may carry it into a shell word: name or name=value, no quoting needed.
+CMDLINE_PARAM = r"[A-Za-z0-9_.-]+(=[A-Za-z0-9_.,:+/-]+)?"
 
 
 class PlanError(ValueError):
@@ -36,6 +39,34 @@ def entry_for(entries, release, what):
 
 def pin_text(path):
     return '%sGRUB_DEFAULT="%s"\n' % (PIN_HEADER, path)
+
+
+_CMDLINE_SCRIPT = """\
+# Written by dgxspark.ds41f (kernel stage): kernel parameters every boot needs.
+# grub-mkconfig sources this with /bin/sh after /etc/default/grub and the files sorted before it.
+for _ds41f_param in %s; do
+  case " $GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT " in
+    *" $_ds41f_param "*) ;;
+    *) GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT:+$GRUB_CMDLINE_LINUX_DEFAULT }$_ds41f_param" ;;
+  esac
+done
+unset _ds41f_param
+"""
+
+
+def cmdline_text(params):
+    """The GRUB drop-in that puts each of ``params`` on every normal entry's command line, unless a file sourced
+    before it already does (DGX OS 26.09.2's nvidia-spark-grub-kho sets kho=off): no parameter twice."""
+    return _CMDLINE_SCRIPT % " ".join(params)
+
+
+def with_cmdline(decided, missing):
+    """A decision (``boot_plan``) on a node whose running command line lacks ``missing``: a node that needs no other
+    boot reboots into the entry it is to run (its pin names it, or this run moves the pin to it), so the parameters
+    the drop-in put in grub.cfg take effect. A trial or reboot boots anyway and picks them up."""
+    if missing and decided["action"] in ("none", "make-default"):
+        return dict(decided, action="reboot")
+    return decided
 
 
 def boot_plan(want, stock, running, grub):
@@ -72,10 +103,11 @@ def boot_plan(want, stock, running, grub):
 def gate(expect, seen, container):
     """The health gate after a boot: {ok, failures, unchecked}.
 
-    ``expect``: kernel, page_size, driver (a version, or None when no driver is expected), boot (the token
-    read before the reboot). ``seen``: kernel, page_size, driver, boot, systemd (is-system-running), marker
-    (a lab-only file that makes this node come back wrong). In a container the kernel, page size and driver
-    are the host's, so they are listed as unchecked rather than passed or failed.
+    ``expect``: kernel, page_size, driver (a version, or None when no driver is expected), cmdline (parameters the
+    command line must set, or None), boot (the token read before the reboot). ``seen``: kernel, page_size, driver,
+    cmdline (/proc/cmdline), boot, systemd (is-system-running), marker (a lab-only file that makes this node come
+    back wrong). In a container the kernel, page size, driver and command line are the host's, so they are listed
+    as unchecked rather than passed or failed.
     """
     failures, unchecked = [], []
     if seen.get("boot") == expect.get("boot"):
@@ -92,6 +124,13 @@ def gate(expect, seen, container):
             unchecked.append("%s (a container runs the host's kernel)" % name)
         elif found != want:
             failures.append("%s is %s, expected %s" % (name, found, want))
+    if expect.get("cmdline"):
+        if container:
+            unchecked.append("command line (a container runs the host's kernel)")
+        else:
+            missing = missing_params(seen.get("cmdline"), expect["cmdline"])
+            if missing:
+                failures.append("the kernel command line lacks %s" % " ".join(missing))
     if seen.get("marker"):
         failures.append("lab marker %s: this node was made to come back wrong" % seen["marker"])
     return {"ok": not failures, "failures": failures, "unchecked": unchecked}

@@ -36,17 +36,17 @@ RECIPE_KEYS = (
     "model_mount",
     "entrypoint", "image_entrypoint", "args", "speculative", "compilation", "env", "env_files", "mounts", "devices",
     "gpus", "cap_add", "security_opt", "ulimits", "shm_size", "memory", "cpuset", "max_model_len", "kv_cache_bytes",
-    "sparknet_env", "shape_launch", "engine", "api_key_required", "state_dir",
+    "sparknet_env", "shape_launch", "engine", "api_key_required", "state_dir", "privileged",
 )
 # Read by an engine other than vLLM only (SGLang's key file): a vLLM spec and its labels stay as they were.
-NOT_VLLM_KEYS = ("engine", "api_key_required", "state_dir")
+NOT_VLLM_KEYS = ("engine", "api_key_required", "state_dir", "privileged")
 # What the topology model gives each node (the spark_topology inventory's host variables).
 NODE_VARS = ("spark_peer_hcas", "spark_nccl_hcas", "spark_gid_index", "spark_nodes")
 # The variables recipe_from_vars() reads (the lookup dgxspark.ds41f.serve_recipe collects them).
 VAR_NAMES = tuple("serve_" + k for k in RECIPE_KEYS if k not in ("release", "env_files")) + (
     "ds41f_release", "serve_nccl_env_file") + NODE_VARS
 # What a shape's entry in serve_shape_launch may set: the launch details its qualified run used.
-SHAPE_LAUNCH_KEYS = ("cpuset", "env", "device_binds", "device_cgroup_rules")
+SHAPE_LAUNCH_KEYS = ("cpuset", "env", "args", "device_binds", "device_cgroup_rules")
 LABEL = "ds41f"
 
 
@@ -129,9 +129,10 @@ def effective_sizing(recipe, shape):
     return context, recipe.get("kv_cache_bytes") or shape["kv_cache_bytes"]
 
 
-def command(recipe, shape, node, cluster):
-    """The engine's arguments of one rank (what follows the image's entrypoint)."""
-    return engines.get(recipe.get("engine")).command(recipe, shape, node, cluster, *effective_sizing(recipe, shape))
+def command(recipe, shape, node, cluster, extra=None):
+    """The engine's arguments of one rank (what follows the image's entrypoint), the shape's own last."""
+    return engines.get(recipe.get("engine")).command(recipe, shape, node, cluster, *effective_sizing(recipe, shape),
+                                                     shape_args=list((extra or {}).get("args") or []))
 
 
 def shape_launch(recipe, shape):
@@ -151,6 +152,18 @@ def shape_launch(recipe, shape):
             raise LaunchError("serve_shape_launch.%s.device_binds[%d]: %r is not {source, target} absolute paths "
                               "without commas. Fix: write {source: /dev/dri/by-path/...-card, target: "
                               "/dev/dri/card0}." % (shape["name"], i, bind))
+    args = extra.get("args") or []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise LaunchError("serve_shape_launch.%s.args: must be a list of strings. Fix: quote each flag and value."
+                          % shape["name"])
+    recipe_flags = {a.split("=", 1)[0] for a in recipe.get("args") or [] if a.startswith("-")}
+    rendered = engines.get(recipe.get("engine")).RENDERED_FLAGS
+    for i, arg in enumerate(args):
+        name = arg.split("=", 1)[0]
+        if name in recipe_flags or name in rendered:
+            raise LaunchError("serve_shape_launch.%s.args[%d]: %s is %s. Fix: remove it here." % (
+                shape["name"], i, name, "also in serve_args" if name in recipe_flags else
+                "rendered from the shape, node or recipe fields"))
     for key in sorted(extra.get("env") or {}):
         if key in (recipe.get("env") or {}):
             raise LaunchError("serve_shape_launch.%s.env.%s: is also set in serve_env. Fix: set it in one of "
@@ -159,12 +172,15 @@ def shape_launch(recipe, shape):
 
 
 def environment(recipe, shape, node, cluster, extra):
-    """The container's own env: the recipe's, the shape's launch env, then the engine's fabric env (from the
-    topology: sparknet's routing for vLLM, RoCEnante's HCAs for SGLang)."""
-    fabric = engines.get(recipe.get("engine")).fabric_env(recipe, shape, node, cluster)
+    """The container's own env: the recipe's, the shape's launch env, the engine's settings of this rank (SGLang's
+    boot reads its arguments from them) and the engine's fabric env (from the topology: sparknet's routing for
+    vLLM, RoCEnante's HCAs for SGLang)."""
+    engine = engines.get(recipe.get("engine"))
     env = {str(k): str(v) for k, v in (recipe.get("env") or {}).items()}
     env.update({str(k): str(v) for k, v in (extra.get("env") or {}).items()})
-    env.update(fabric)
+    env.update(engine.rank_env(recipe, shape, node, cluster, effective_sizing(recipe, shape)[0],
+                               list(extra.get("args") or [])))
+    env.update(engine.fabric_env(recipe, shape, node, cluster))
     return dict(sorted(env.items()))
 
 
@@ -182,6 +198,7 @@ def render(recipe, shape, node, cluster):
     plain = {k: v for k, v in recipe.items() if k not in NOT_VLLM_KEYS} if engine.NAME == engines.DEFAULT else recipe
     key = engine.api_key(recipe, node) or {}
     cluster_inputs = {"recipe": plain, "shape": shape, "cluster": cluster}
+    env = environment(recipe, shape, node, cluster, extra)
     spec = {
         "name": recipe["container_name"],
         "image": recipe["image"],
@@ -189,8 +206,8 @@ def render(recipe, shape, node, cluster):
         "head": node["rank"] == 0,
         "entrypoint": list(recipe.get("entrypoint") or []),
         "image_entrypoint": list(recipe.get("image_entrypoint") or []),
-        "command": command(recipe, shape, node, cluster) + list(key.get("args") or []),
-        "env": environment(recipe, shape, node, cluster, extra),
+        "command": engine.attach(command(recipe, shape, node, cluster, extra), env),
+        "env": env,
         "env_files": list(recipe.get("env_files") or []),
         "mounts": list(recipe.get("mounts") or []) + list(key.get("mounts") or []),
         "devices": list(recipe.get("devices") or []),
@@ -208,6 +225,7 @@ def render(recipe, shape, node, cluster):
     }
     if engine.NAME != engines.DEFAULT:
         spec["engine"] = engine.NAME
+        spec["privileged"] = bool(recipe.get("privileged"))  # the SGLang launcher's containers are privileged
     if key:
         spec["api_key_config"] = key["config"]  # the head's file the serve stage writes from its key file
     spec["labels"] = {
@@ -225,6 +243,8 @@ def docker_run(spec, image=None, api_key_file=None):
     file goes in as ``--env-file`` for an engine that reads its key from the environment (vLLM)."""
     argv = ["docker", "run", "-d", "--name", spec["name"], "--network", "host", "--ipc", "host",
             "--restart", "no", "--stop-timeout", "60"]
+    if spec.get("privileged"):
+        argv.append("--privileged")
     if spec["gpus"]:
         argv += ["--gpus", spec["gpus"]]
     for device in spec["devices"]:

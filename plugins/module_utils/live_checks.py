@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import launch
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.alignment import mismatches
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.conformance import ARGS_ENV
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import gpu
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.memory_saver_state import PACKING
 
@@ -169,7 +170,13 @@ def container(node, spec, state, fix, env_files=None, ignore_env=()):
     expected.update({k: str(v) for k, v in (spec.get("env") or {}).items()})
     found = _env_dict(state.get("env"))
     for key in sorted((set(expected) | set(found)) - set(ignore_env)):
-        if expected.get(key) != found.get(key):
+        if expected.get(key) == found.get(key):
+            continue
+        if key in ARGS_ENV and key in expected and key in found:  # engine arguments: one row per flag, as a command's
+            out.extend(finding(node, "serve", setting.replace("(container command)", "(container env %s)" % key),
+                               want, got, fix)
+                       for setting, want, got in command_rows(expected[key].split(), found[key].split()))
+        else:
             out.append(finding(node, "serve", "container env %s" % key, expected.get(key), found.get(key), fix))
     mounts = sorted(_bind(m) for m in spec.get("mounts") or [])
     if mounts != sorted(state.get("mounts") or []):

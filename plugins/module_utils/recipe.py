@@ -11,10 +11,15 @@ ansible-lint's schema for argument specs still holds):
 
 - ``Range: 1 to 65535.`` / ``Range: at least 1.`` / ``Range: above 0.`` / ``Range: above 0, at most 1.``;
 - ``At least 1 element.`` (a list that must name something);
-- ``Pin: C(<regular expression>), <what it is>.`` - the whole value must match; ``Empty means unset.`` after it
-  lets ``""`` through (a pin still to be written);
+- ``Pin: C(<regular expression>), <what it is>.`` - the whole value (of a list, each element) must match;
+  ``Empty means unset.`` after it lets ``""`` through (a pin still to be written);
 - ``Size: Docker.`` / ``Size: systemd.`` (``Empty means unset.`` may follow) and ``Name.``: the forms of
-  ``recipe_forms``, a size with its unit and a name clients, paths and labels can carry.
+  ``recipe_forms``, a size with its unit and a name clients, paths and labels can carry;
+- ``Form: <form>.`` (``Empty means unset.`` may follow): the syntax of the value's destination, one of
+  ``forms.FORMS`` (a unit name, a time span, a path under a root, sshd settings, engine flags, ...).
+
+Every string in a value, keys included, is refused if it holds a control character. An option with
+``no_log: true`` (a secret) is checked the same way, but no message shows its value.
 
 An option of type ``dict``, or ``list`` of ``dict`` elements, may declare ``options`` of its own: each key present is
 checked against its sub-spec the same way (``host_baseline_protected_services[1].memory_min``).
@@ -28,7 +33,15 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import args, firewall, image_source, nccl, recipe_forms
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import (
+    args,
+    firewall,
+    forms,
+    image_source,
+    nccl,
+    recipe_forms,
+)
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.forms import lockout
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.topology import Problem
 
 _STRICT = {
@@ -105,7 +118,24 @@ def declared(spec):
             out.update(size=match.group("form"), allow_empty=bool(match.group("empty")))
         if line == "Name.":
             out["name"] = True
+        form = forms.parse(line)
+        if form:
+            out.update(form=form[0], form_arg=form[1], allow_empty=form[2])
     return out
+
+
+def has_form(spec):
+    """Whether an option declares the form of its destination: a boolean, a number with its range, choices, a
+    pin, a size, a name or a Form line; a mapping or list of mappings through its sub-options instead."""
+    kind = spec.get("type", "str")
+    if kind == "bool" or spec.get("choices") is not None:
+        return True
+    if kind in ("int", "float"):
+        return any(k in spec for k in ("minimum", "maximum", "exclusive_minimum"))
+    if any(k in spec for k in ("pattern", "size", "name", "form")):
+        return True
+    options = spec.get("options")
+    return isinstance(options, dict) and bool(options) and all(has_form(s) for s in options.values())
 
 
 def _type_ok(value, kind):
@@ -117,7 +147,17 @@ def _type_ok(value, kind):
     return isinstance(value, allowed)
 
 
-def _describe(value):
+SECRET = "(a secret, not shown)"
+
+
+def shown(value, spec):
+    """How a message shows a value: repr, or nothing of it where the option is a secret (no_log)."""
+    return SECRET if spec.get("no_log") else repr(value)
+
+
+def _describe(value, spec):
+    if spec.get("no_log"):
+        return "of type %s %s" % (type(value).__name__, SECRET)
     if isinstance(value, str):
         return "the string %r" % value
     return "%r (%s)" % (value, type(value).__name__)
@@ -143,13 +183,15 @@ def check_range(name, value, spec, where, origin=None):
     low_ok = value > spec["exclusive_minimum"] if "exclusive_minimum" in spec else value >= spec.get("minimum", value)
     if low_ok and value <= spec.get("maximum", value):
         return []
-    return [Problem(name, "%r is out of range: %s declares %s%s." % (
-        value, where, _range_text(spec), " (value from %s)" % origin if origin else ""),
+    return [Problem(name, "%s is out of range: %s declares %s%s." % (
+        shown(value, spec), where, _range_text(spec), " (value from %s)" % origin if origin else ""),
         "set %s to a number %s." % (name, _range_text(spec)))]
 
 
 def check_pin(name, value, spec, where, origin=None):
-    """Problems with a string against the spec's pattern (the whole value must match)."""
+    """Problems with a string, or each string of a list, against the spec's pattern (the whole value must match)."""
+    if isinstance(value, (list, tuple)) and "pattern" in spec:
+        return [p for i, item in enumerate(value) for p in check_pin("%s[%d]" % (name, i), item, spec, where, origin)]
     if not isinstance(value, str) or "pattern" not in spec:
         return []
     if value == "" and spec.get("allow_empty"):
@@ -157,35 +199,52 @@ def check_pin(name, value, spec, where, origin=None):
     if re.fullmatch(spec["pattern"], value):
         return []
     what = spec.get("pattern_what", "a value matching %s" % spec["pattern"])
-    return [Problem(name, "%r is not %s (%s; value from %s)." % (value, what, where, origin or "the recipe"),
+    return [Problem(name, "%s is not %s (%s; value from %s)." % (shown(value, spec), what, where,
+                                                             origin or "the recipe"),
                     "set %s to %s where that value is written." % (name, what))]
 
 
-def check_value(name, value, spec, where, origin=None):
-    """Problems with one variable's value against its spec (type, choices, list elements, range, pin)."""
+def check_value(name, value, spec, where, origin=None, values=None):
+    """Problems with one variable's value against its spec (type, choices, list elements, range, pin, form);
+    ``values``: every variable, for forms that read another (the engine, the site's nodes)."""
     problems = []
     kind = spec.get("type", "str")
     if not _type_ok(value, kind):
-        if "size" in spec:  # an unquoted number: say what the size needs, not only the type
+        if "size" in spec and not spec.get("no_log"):  # an unquoted number: say what the size needs
             return check_form(name, value, spec, where, origin)
         if kind == "bool":
             fix = ("write %s: true or %s: false without quotes in YAML; on the command line -e key=value is "
                    "always a string, so use -e '{\"%s\": true}'." % (name, name, name))
         elif kind in ("int", "float"):
             fix = "write the number without quotes (on the command line: -e '{\"%s\": 16}')." % name
+            if "." in name or "[" in name:  # a key of a mapping: -e gives the whole mapping
+                fix = "write the number without quotes (on the command line, give the whole mapping as JSON)."
+        elif kind in ("str", "path") and isinstance(value, (int, float)) and not isinstance(value, bool):
+            fix = ("quote it: YAML reads unquoted digits as a number (on the command line: -e '{\"%s\": "
+                   "\"...\"}')." % name)
         else:
             fix = "give %s a %s value." % (name, kind)
-        problems.append(Problem(name, "is %s, but %s declares type %s." % (_describe(value), where, kind), fix))
+        problems.append(Problem(name, "is %s, but %s declares type %s." % (_describe(value, spec), where, kind),
+                                fix))
         return problems
+    controls = forms.control(value)
+    if controls:
+        return [Problem(name + suffix, "holds %s (character %d): wherever it lands (a unit line, a script, a "
+                        "config file, a command) it would end the line there or carry a byte the reader takes as "
+                        "syntax (refused in every string of every variable; value from %s)." % (
+                            what, position + 1, origin or "the recipe"),
+                        "remove it: write the value on one line of printable characters.")
+                for suffix, position, what in controls]
     choices = spec.get("choices")
     if choices is not None and kind != "list" and value not in choices:
-        problems.append(Problem(name, "%r is not one of %s (%s)." % (value, ", ".join(map(str, choices)), where),
+        problems.append(Problem(name, "%s is not one of %s (%s)." % (shown(value, spec), ", ".join(map(str, choices)),
+                                                                    where),
                                 "use one of: %s." % ", ".join(map(str, choices))))
     if kind == "list" and "elements" in spec:
         for i, item in enumerate(value):
             if not _type_ok(item, spec["elements"]):
                 problems.append(Problem("%s[%d]" % (name, i), "is %s; %s declares %s elements." % (
-                    _describe(item), where, spec["elements"]), "write each element as a %s." % spec["elements"]))
+                    _describe(item, spec), where, spec["elements"]), "write each element as a %s." % spec["elements"]))
             elif choices is not None and item not in choices:
                 problems.append(Problem("%s[%d]" % (name, i),
                                         "%r is not one of %s." % (item, ", ".join(map(str, choices))),
@@ -198,14 +257,20 @@ def check_value(name, value, spec, where, origin=None):
             " (value from %s)" % origin if origin else ""), "list what it must name."))
     problems.extend(check_range(name, value, spec, where, origin))
     problems.extend(check_pin(name, value, spec, where, origin))
-    problems.extend(check_form(name, value, spec, where, origin))
-    problems.extend(check_options(name, value, spec, where, origin))
+    problems.extend(check_form(name, value, spec, where, origin, values))
+    problems.extend(check_options(name, value, spec, where, origin, values))
     return problems
 
 
-def check_form(name, value, spec, where, origin=None):
-    """Problems with a declared size (its unit) or name (its character set)."""
+def check_form(name, value, spec, where, origin=None, values=None):
+    """Problems with a declared size (its unit), name (its character set) or form (its destination's syntax)."""
     problems = []
+    if "form" in spec and not (value == "" and spec.get("allow_empty")):
+        for suffix, item, reason, fix in forms.check(spec["form"], spec.get("form_arg"), value, values or {}):
+            problems.append(Problem(name + suffix, "%s%s (%s declares Form: %s, read by %s; value from %s)." % (
+                "" if item is None else shown(item, spec) + " ", reason[:-1] if reason.endswith(".") else reason,
+                where, spec["form"] + (" " + spec["form_arg"] if spec.get("form_arg") else ""),
+                forms.reader(spec["form"]), origin or "the recipe"), fix))
     if "size" in spec and not (value == "" and spec.get("allow_empty")):
         bad = recipe_forms.size_problem(value, spec["size"])
         if bad:
@@ -225,7 +290,7 @@ def check_form(name, value, spec, where, origin=None):
     return problems
 
 
-def check_options(name, value, spec, where, origin=None):
+def check_options(name, value, spec, where, origin=None, values=None):
     """A dict's, or each dict element's, keys against the option's own sub-options."""
     options = spec.get("options")
     if not isinstance(options, dict):
@@ -240,7 +305,7 @@ def check_options(name, value, spec, where, origin=None):
     for prefix, item in items:
         for key, sub in options.items():
             if key in item:
-                problems.extend(check_value("%s.%s" % (prefix, key), item[key], sub, where, origin))
+                problems.extend(check_value("%s.%s" % (prefix, key), item[key], sub, where, origin, values))
     return problems
 
 
@@ -253,7 +318,7 @@ def check_vars(values, specs, origins=None):
         for name, spec in options.items():
             if name in values:
                 problems.extend(check_value(name, values[name], spec,
-                                            "roles/%s/meta/argument_specs.yml" % role, origins.get(name)))
+                                            "roles/%s/meta/argument_specs.yml" % role, origins.get(name), values))
     return problems
 
 
@@ -278,10 +343,7 @@ def port_checks(values):
         if port is None:
             continue
         if not (isinstance(port, int) and not isinstance(port, bool)) or not 1 <= port <= 65535:
-            if "." in name:  # plain variables are range-checked against their spec already
-                problems.append(Problem(name, "%r is not a TCP port from 1 to 65535." % (port,),
-                                        "set %s to a port from 1 to 65535 (no quotes)." % name))
-            continue
+            continue  # its spec's range names it
         if port in seen:
             problems.append(Problem(name, "port %d is also %s: two listeners cannot share a port." % (port, seen[port]),
                                     "give %s a port no other listener uses (%s)." % (
@@ -325,6 +387,8 @@ def cross_checks(cluster, values):
             problems.append(Problem("%s.%s" % (guard_field, name), "%r is not a positive number of GiB." % (value,),
                                     "write a number above 0, e.g. 5 (startup) and 3 (steady)."))
     problems.extend(port_checks(values))
+    problems.extend(Problem(field, "%r %s" % (unit, reason), fix)
+                    for field, unit, reason, fix in lockout.problems(values))
     for name in sorted(n for n in values if n.startswith("host_baseline_sysctl_")):
         problem = args.sysctl_values(values[name] if isinstance(values[name], dict) else {}, name)
         if problem:
@@ -340,12 +404,9 @@ def cross_checks(cluster, values):
 
 
 def model_source_problems(cluster, values):
-    """The model stage's source: a node of this site, and with source controller, the controller's folder."""
+    """The model stage's source: with source controller, the controller's folder (that the source node is one of
+    the site's is its form, node name)."""
     problems = []
-    node, names = values.get("model_source_node"), [n.name for n in cluster.nodes]
-    if isinstance(node, str) and node not in names:
-        problems.append(Problem("model_source_node", "%r is not a node of this site (%s)." % (node, ", ".join(names)),
-                                "name one of the site's nodes, or leave it unset (the head)."))
     if values.get("model_source") == "controller" and not values.get("model_controller_dir"):
         problems.append(Problem("model_controller_dir", "model_source is controller, but no folder is named.",
                                 "set model_controller_dir to the checkpoint's folder on the controller."))

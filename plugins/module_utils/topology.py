@@ -340,6 +340,18 @@ SITE_KEYS = {
 }
 NODE_KEYS = ("name", "address", "rank", "management_interface", "cables")
 
+# What a name reads as: case folded, and the ASCII look-alikes of host names made one (dgx1, DGXl, dgxI).
+_LOOKALIKES = (("rn", "m"), ("vv", "w"), ("0", "o"), ("1", "l"), ("i", "l"))
+
+
+def skeleton(name):
+    """The form two node names share when a person would read one as the other."""
+    out = name.lower()
+    for pair, one in _LOOKALIKES:
+        out = out.replace(pair, one)
+    return out
+
+
 # Matched with fullmatch: "$" would let a trailing newline through.
 _NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 _IFNAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}")
@@ -534,12 +546,15 @@ class _Builder:
                 self.bad(where + ".name", "%r is not a valid host name." % (name,),
                          "use letters, digits and '-', e.g. dgx%d." % (i + 1))
                 name = None
-            elif name.lower() in seen_lower:  # host names are case-insensitive: DGX1 and dgx1 are one host
-                self.bad(where + ".name", "%s is also nodes[%d] (host names ignore case)." % (
-                    name, seen_lower[name.lower()]), "give every node a distinct name.")
+            elif skeleton(name) in seen_lower:  # DGX1 and dgx1 are one host; dgx1 and dgxl are read as one
+                other = seen_lower[skeleton(name)]
+                same = name.lower() == raw[other]["name"].lower()
+                self.bad(where + ".name", "%s is also nodes[%d] (%s)." % (
+                    name, other, "host names ignore case" if same else "%s only looks like %s: 1 and l, 0 and o, "
+                    "rn and m read alike" % (name, raw[other]["name"])), "give every node a distinct name.")
             else:
                 seen_names[name] = i
-                seen_lower[name.lower()] = i
+                seen_lower[skeleton(name)] = i
             addr = item.get("address")
             try:
                 if not isinstance(addr, str):

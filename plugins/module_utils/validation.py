@@ -5,7 +5,8 @@
 
 The action plugin ``dgxspark.ds41f.validate`` gathers the site and each host's variables and calls ``check``;
 the unit tests call it directly. Nothing here opens a connection: the site model, the recipe against the
-roles' argument specs (sizes with their units and names in one character set among them), variables with the
+roles' argument specs (sizes with their units, names in one character set and the form of each value's
+destination among them, ``forms``; every message names where the value lands), variables with the
 collection's prefixes that no role declares (``known_vars``), the syntax of every environment (``env_check``), the
 fabric and management network against the networks the nodes run (``node_networks``), the cross-field rules and
 every rank's launch spec (and the engine's own parser, vLLM's or SGLang's, where the controller has it), all on
@@ -16,6 +17,7 @@ image stage's own controller-side ``image_lock`` step, before it touches a node.
 from __future__ import annotations
 
 import functools
+import json
 import os
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import (
@@ -28,6 +30,7 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils import (
     vllm_check,
 )
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.engines import sglang_check
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.forms import engine_flags
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.topology import Problem
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -147,6 +150,12 @@ def parser_note(values):
     return " (vLLM's parser is not importable on the controller: the worker ranks parse it)"
 
 
+def table_note(values):
+    """Which flag table the recipe's engine flags were checked against (forms/engine_flags.py)."""
+    engine = values.get("serve_engine") or "vllm"
+    return "serve_args checked against the flag table of %s" % engine_flags.table(engine)["name"]
+
+
 def check(site, hosts, host_values, specs, recipe_files=None, extra_vars=None):
     """(cluster or None, [Problem]) for a site and each host's variables.
 
@@ -173,23 +182,49 @@ def check(site, hosts, host_values, specs, recipe_files=None, extra_vars=None):
         add([Problem("hosts", "the play targets %s but the site has %s." % (", ".join(sorted(hosts)), ", ".join(names)),
                      "run stages against the whole cluster; use --limit only for read-only checks.")])
     site_vars = cluster.extra_vars
+    checked = set()
     for host in hosts:
         if host not in names:
             continue
         values = host_values.get(host) or {}
+        own = cluster.hostvars(host)
         for key in DERIVED:
-            if key in values and values[key] != cluster.hostvars(host)[key]:
+            if key in values and values[key] != own[key]:
                 add([Problem("%s.%s" % (host, key), "differs from what the site file derives.",
                              "remove the hand-set %s; the inventory plugin owns it." % key)])
+        # Hosts whose variables differ only in what the site derives per node get the same verdict: check once.
+        fingerprint = json.dumps({k: v for k, v in values.items() if k not in own}, sort_keys=True, default=repr)
+        if fingerprint in checked:
+            continue
+        checked.add(fingerprint)
         where = origins(values, site_vars, recipe_files or {}, extra_vars, values)
         # A listener left at its role default still takes its port: the defaults join the port check.
         ports = {name: spec["default"] for options in specs.values() for name, spec in options.items()
                  if name in recipe.LISTENERS and isinstance(spec.get("default"), int)}
-        found = recipe.check_vars(values, specs, where) + recipe.cross_checks(cluster, dict(ports, **values))
+        found = recipe.check_vars(values, specs, where)
+        refused = {p.field for p in found}  # a cross-field rule does not refuse again what a variable's form did
+        found += [p for p in recipe.cross_checks(cluster, dict(ports, **values)) if p.field not in refused]
         fields = {p.field for p in found}  # an env key another rule refused already is not named twice
         set_names = set(values) | set(extra_vars or {})
         add(found + [p for p in site_problems(cluster, site, values, specs, where, set_names)
                      if p.field not in fields])
     if not problems:  # render only a recipe whose values have the declared types
         add(launch_problems(cluster, {h: host_values.get(h) or {} for h in names}))
-    return cluster, problems
+    return cluster, with_destinations(problems, specs)
+
+
+def with_destinations(problems, specs):
+    """Each problem of a declared variable with where the roles render it (a node file, a task argument): read from
+    the roles' templates, tasks and vars only when there is a problem to say it of."""
+    declared = {name for options in specs.values() for name in options}
+    ours = [p for p in problems if p.field.split(".", 1)[0].split("[", 1)[0] in declared]
+    if not ours:
+        return problems
+    from ansible_collections.dgxspark.ds41f.plugins.plugin_utils import render_walk  # jinja2: the controller's
+
+    out = []
+    for problem in problems:
+        where = render_walk.destination(ROOT, problem.field) if problem in ours else None
+        out.append(Problem(problem.field, "%s It lands in %s." % (problem.message, where), problem.fix)
+                   if where else problem)
+    return out

@@ -11,10 +11,11 @@ version_added: 0.1.0
 description:
   - Without O(before), reads the boot identity (boot id and PID 1 start time) for a later gate.
   - With O(before), waits until systemd has finished starting (at most O(settle_timeout) seconds) and judges
-    the boot - a new boot identity, systemd running or degraded, and the kernel release, page size and driver
-    of O(expect). Returns RV(verdict); it does not fail on a bad verdict, so the caller can roll back first.
-  - In a container (a lab node) the kernel, page size and driver are the host's, so they are listed as
-    unchecked instead of passed or failed. The lab-only O(lab_marker) file, when present, fails the gate; it
+    the boot - a new boot identity, systemd running or degraded, and the kernel release, page size, driver and
+    command-line parameters of O(expect). Returns RV(verdict); it does not fail on a bad verdict, so the caller
+    can roll back first.
+  - In a container (a lab node) the kernel, page size, driver and command line are the host's, so they are
+    listed as unchecked instead of passed or failed. The lab-only O(lab_marker) file, when present, fails the gate; it
     stands in for a node that comes back wrong.
   - After a passed gate, O(record) keeps the release the node now runs (RV(record)); a lab node, which boots
     no kernel, counts that release as its running one.
@@ -23,7 +24,9 @@ options:
     description: The boot identity read before the reboot; omit to only read it.
     type: str
   expect:
-    description: kernel (release), page_size (bytes), driver (NVIDIA version, or null when none is expected).
+    description:
+      - kernel (release), page_size (bytes), driver (NVIDIA version, or null when none is expected), cmdline (the
+        parameters /proc/cmdline must set, such as C(kho=off)).
     type: dict
     default: {}
   lab_marker:
@@ -72,7 +75,7 @@ boot:
   returned: always
   type: str
 seen:
-  description: kernel, page_size, driver, boot, systemd, marker as read.
+  description: kernel, page_size, driver, cmdline, boot, systemd, marker as read.
   returned: always
   type: dict
 verdict:
@@ -98,6 +101,8 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import boo
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import module_host
 
 SETTLING = ("initializing", "starting")
+# What the gate judges beside the boot itself: (name in the record, key of O(expect)).
+GATED = (("kernel", "kernel"), ("page size", "page_size"), ("driver", "driver"), ("command line", "cmdline"))
 
 
 def systemd_state(module, timeout):
@@ -151,14 +156,14 @@ def main():
         "kernel": platform.kernel_release(host),
         "page_size": platform.page_size(host),
         "driver": platform.driver_version(host),
+        "cmdline": (host.read(boot.CMDLINE, "") or "").strip(),
         "marker": p["lab_marker"] if p["lab_marker"] and os.path.exists(p["lab_marker"]) else None,
     }
     expect = dict(p["expect"], boot=p["before"])
     verdict = kernel_plan.gate(expect, seen, container=bool(platform.container(host)))
     if verdict["ok"] and p["record"]:
         # What the gate read and what it could not (a lab node runs the host's kernel): the record says which.
-        checked = ["new boot", "systemd"] + [n for n in ("kernel", "page size", "driver")
-                                             if expect.get(n.replace(" ", "_")) is not None
+        checked = ["new boot", "systemd"] + [n for n, key in GATED if expect.get(key)
                                              and not any(u.startswith(n + " ") for u in verdict["unchecked"])]
         wanted = {"kernel": p["record_kernel"] or expect.get("kernel"), "boot": token, "checked": checked,
                   "unchecked": verdict["unchecked"]}

@@ -143,7 +143,12 @@ def _payload():  # pragma: no cover
     )
     from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import (  # noqa: F401
         boot,
+        dgx_os,
         dkms,
+        dpkg,
+        drm,
+        efi,
+        fan,
         gpu,
         host,
         kmod,

@@ -5,10 +5,12 @@
 
 Each engine module has ``NAME``, ``RENDERED_FLAGS`` (flags it writes from the shape, node and recipe fields,
 refused in ``serve_args``), ``check(recipe, shape, context)`` (raises ``LaunchError``), ``command(recipe, shape,
-node, cluster, context, kv_bytes)`` (the argv after the image's entrypoint), ``fabric_env(recipe, shape, node,
-cluster)`` (what the engine's collectives read, from the topology), ``api_key(recipe, node)`` (None, or the
-arguments and mount that give this rank the API key without writing it) and ``API_KEY_ENV_FILE`` (whether
-the head's key file is passed with ``--env-file``). Pure Python.
+node, cluster, context, kv_bytes, shape_args)`` (the argv after the image's entrypoint), ``rank_env(recipe, shape,
+node, cluster, context, shape_args)`` (the settings of this rank an engine's boot reads from its environment),
+``attach(command, env)`` (the command with what the engine's parser judges: SGLang's boot builds it from the env),
+``fabric_env(recipe, shape, node, cluster)`` (what the engine's collectives read, from the topology),
+``api_key(recipe, node)`` (None, or the mount that gives this rank the API key without writing it) and
+``API_KEY_ENV_FILE`` (whether the head's key file is passed with ``--env-file``). Pure Python.
 """
 
 from __future__ import annotations

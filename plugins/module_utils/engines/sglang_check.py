@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to dgxspark.ds41f
 # Apache License 2.0 (see LICENSE)
-"""Rendered SGLang commands against SGLang's own argument parser (``sglang.srt.server_args``).
+"""Each rank's SGLang arguments against SGLang's own argument parser (``sglang.srt.server_args``): what the image's
+boot builds from the rank's environment (``server_argv``; engines/sglang.py).
 
 SGLang's server arguments import torch and triton, so the parser runs in its own Python process with
 ``paths`` on its PYTHONPATH (``make sglang-parser``: sglang and a few modules over the lab engine's site). It
@@ -69,13 +70,20 @@ def available(paths=()):
         return False
 
 
+def server_argv(command):
+    """What SGLang's parser judges for a rank's ``command``: the arguments the image's boot builds from the rank's
+    environment, which a boot command carries (engines/sglang.py, BootCommand), else the command itself."""
+    return list(getattr(command, "server_argv", command))
+
+
 def problems(ranks, paths=(), python=None):
-    """(field, message, fix) for the controller's validation: ``ranks`` are (rank label, argv) pairs, checked by
-    SGLang's parser in one process; one problem per distinct refusal, naming the ranks it hit."""
+    """(field, message, fix) for the controller's validation: ``ranks`` are (rank label, command) pairs, each
+    command's SGLang arguments (server_argv) checked by SGLang's parser in one process; one problem per distinct
+    refusal, naming the ranks it hit."""
     if not ranks or not available(paths):
         return []
     try:
-        verdicts = errors([argv for _, argv in ranks], list(paths or ()), python)
+        verdicts = errors([server_argv(argv) for _, argv in ranks], list(paths or ()), python)
     except RuntimeError as exc:
         return [("sglang", "%s." % exc, "repair the SGLang parser on the controller (make sglang-parser) or empty "
                  "%s." % PATH_VAR)]
@@ -83,8 +91,9 @@ def problems(ranks, paths=(), python=None):
     for (label, _), error in zip(ranks, verdicts, strict=True):
         if error:
             refused.setdefault(error, []).append(label)
-    return [("serve_args", "SGLang's argument parser refuses the command of rank %s: %s" % (", ".join(labels), error),
-             "correct or remove the flag it names (the seed's flags are all known to SGLang 0.5.23).")
+    return [("serve_args", "SGLang's argument parser refuses the arguments of rank %s: %s" % (", ".join(labels), error),
+             "correct or remove the flag or the serve_env setting it names (the seed's flags are all known to SGLang "
+             "0.5.23).")
             for error, labels in refused.items()]
 
 

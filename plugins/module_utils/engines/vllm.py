@@ -20,7 +20,7 @@ RENDERED_FLAGS = (
     "--served-model-name", "--host", "--port", "--tensor-parallel-size", "-tp", "--nnodes", "--node-rank",
     "--master-addr", "--master-port", "--headless", "--max-model-len", "--max-num-seqs",
     "--max-num-batched-tokens", "--kv-cache-memory-bytes", "--long-prefill-token-threshold",
-    "--speculative-config", "--compilation-config", "--api-key",
+    "--speculative-config", "--compilation-config", "--max-cudagraph-capture-size", "--api-key",
 )
 # vLLM reads its key from VLLM_API_KEY: the serve stage passes the head's key file with --env-file at start, so
 # the spec and the command never hold it.
@@ -59,14 +59,16 @@ def check(recipe, shape, context):
 
 
 def capture_sizes(max_rows):
-    """CUDA graph batch sizes up to the shape's decode rows: 1, 2, 4, then every multiple of 8."""
-    sizes = [s for s in (1, 2, 4) if s <= max_rows] + list(range(8, max_rows + 1, 8))
+    """CUDA graph batch sizes up to the shape's decode rows, as spark-ds41f's profiles list them (tests/fixtures/
+    release/: 96 rows on the ring, 48 on the triangle): 1, 2, 3, 4, 6, 8, every 4th to 32, then every 8th."""
+    series = [1, 2, 3, 4, 6, 8] + list(range(12, 33, 4)) + list(range(40, max_rows + 1, 8))
+    sizes = [s for s in series if s <= max_rows]
     if sizes[-1] != max_rows:
         sizes.append(max_rows)
     return sizes
 
 
-def command(recipe, shape, node, cluster, context, kv_bytes):
+def command(recipe, shape, node, cluster, context, kv_bytes, shape_args=()):
     """The ``vllm serve`` arguments of one rank: what follows the image's ``vllm serve`` entrypoint (the vLLM
     OpenAI image's ENTRYPOINT), so they begin with the model path as spark-ds41f's serve_args do."""
     nodes = cluster["nodes"]
@@ -87,13 +89,24 @@ def command(recipe, shape, node, cluster, context, kv_bytes):
         argv += ["--speculative-config", json.dumps(spec, sort_keys=True, separators=(",", ":"))]
     if recipe.get("compilation"):
         comp = dict(recipe["compilation"], cudagraph_capture_sizes=capture_sizes(shape["cudagraph_max_rows"]))
-        argv += ["--compilation-config", json.dumps(comp, sort_keys=True, separators=(",", ":"))]
-    return argv + list(recipe.get("args") or [])
+        argv += ["--compilation-config", json.dumps(comp, sort_keys=True, separators=(",", ":")),
+                 "--max-cudagraph-capture-size", str(shape["cudagraph_max_rows"])]
+    return argv + list(recipe.get("args") or []) + list(shape_args or [])
 
 
 def api_key(recipe, node):
     """Nothing in the spec: the key comes from the env file (API_KEY_ENV_FILE)."""
     return None
+
+
+def rank_env(recipe, shape, node, cluster, context, shape_args=()):
+    """Nothing: vLLM takes its settings as arguments (command)."""
+    return {}
+
+
+def attach(command, env):
+    """The command as it is: vLLM's parser judges the command itself."""
+    return command
 
 
 def fabric_env(recipe, shape, node, cluster):

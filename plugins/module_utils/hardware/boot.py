@@ -11,6 +11,7 @@ import shlex
 
 GRUB_CFG = "/boot/grub/grub.cfg"
 GRUBENV = "/boot/grub/grubenv"
+CMDLINE = "/proc/cmdline"
 
 # menuentry 'Title' --class ... $menuentry_id_option 'gnulinux-...' {   (or --id 'x', or a bare quoted id)
 _MENU = re.compile(r"^\s*(menuentry|submenu)\s+'([^']*)'(.*)$")
@@ -95,6 +96,15 @@ def parse_cmdline(text):
         match = re.search(r"vmlinuz-(\S+)$", image)
         release = match.group(1) if match else None
     return {"image": image, "release": release, "params": [w for w in words if not w.startswith("BOOT_IMAGE=")]}
+
+
+def missing_params(text, wanted):
+    """The parameters of ``wanted`` (``name=value`` or a bare flag) that the command line ``text`` does not set, in
+    order. The kernel takes the last value a parameter is given, so ``kho=off kho=on`` lacks ``kho=off``."""
+    last = {}
+    for param in parse_cmdline(text)["params"]:
+        last[param.split("=", 1)[0]] = param
+    return [param for param in wanted if last.get(param.split("=", 1)[0]) != param]
 
 
 def boot_token(host):

@@ -38,12 +38,19 @@ def is_spark(host):
     return any(SPARK_GPU.search(name) for name in gpu_names(host))
 
 
+def not_spark(host):
+    """None on a DGX Spark, else why not, naming the node kind ("not a DGX Spark (a podman container)")."""
+    if is_spark(host):
+        return None
+    kind = container(host)
+    return "not a DGX Spark (%s)" % ("a %s container" % kind if kind else "no GB10 found")
+
+
 def require_spark(host, what):
     """Raise Unavailable unless this node is a DGX Spark; the reason names the node kind."""
-    if is_spark(host):
-        return
-    kind = container(host)
-    raise Unavailable("%s skipped: not a DGX Spark (%s)" % (what, "a %s container" % kind if kind else "no GB10 found"))
+    reason = not_spark(host)
+    if reason:
+        raise Unavailable("%s skipped: %s" % (what, reason))
 
 
 def kernel_release(host):

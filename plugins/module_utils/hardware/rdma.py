@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to dgxspark.ds41f
 # Apache License 2.0 (see LICENSE)
-"""ConnectX-7 RDMA readings: the GID table of an HCA port, its state, and a netdev's link speed.
+"""ConnectX-7 RDMA readings: the GID table of an HCA port, its state, a netdev's link speed, and the firmware.
 
 The GID table lives in sysfs: ``/sys/class/infiniband/<hca>/ports/<port>/gids/<i>`` holds the GID as eight
 groups of four hex digits and ``gid_attrs/types/<i>`` its type (``RoCE v2``); reading the type of an
@@ -86,3 +86,13 @@ def link_speed(host, netdev):
         return None
     match = _SPEED_RE.search(out)  # "Speed: Unknown!" (no link) has no number
     return int(match.group(1)) if match else None
+
+
+def firmware(host):
+    """{hca: firmware version} of every RDMA device (``/sys/class/infiniband/<hca>/fw_ver``, the value `ibv_devinfo`
+    prints as fw_ver and `ethtool -i` as firmware-version, before the board id)."""
+    out = {}
+    for hca in host.listdir("/sys/class/infiniband"):
+        value = (host.read("/sys/class/infiniband/%s/fw_ver" % hca) or "").strip()
+        out[hca] = value or None
+    return out

@@ -8,6 +8,7 @@ from ansible_collections.dgxspark.ds41f.plugins.filter import collective as coll
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import collective, launch
 
 from ..serve.conftest import cluster, load_recipe
+from ..serve.sglang_recipe import render_all, sglang_values
 
 SOURCE = "print('probe')"
 
@@ -50,6 +51,9 @@ def test_overrides_win_and_sglang_dist_init_is_read(ring):
     assert collective.rendezvous(spec, "10.0.0.9", 10001) == ("10.0.0.9", 10001)
     sglang = dict(spec, command=["--dist-init-addr", "192.168.1.11:20000", "--node-rank", "2"])
     assert collective.rendezvous(sglang) == ("192.168.1.11", 20000)
+    # an SGLang rank as rendered: the image's boot reads its rendezvous from the environment
+    booted = render_all(sglang_values(), cluster("tp4-ring"))[2]
+    assert booted["command"] == ["run"] and collective.rendezvous(booted) == ("192.168.1.11", 20000)
 
 
 def test_the_container_gets_the_engines_env_file_gpus_and_mounts_with_the_checks_settings_last(ring):

@@ -26,7 +26,7 @@ def test_a_file_with_another_mode_is_one_change_applied_only_outside_check_mode(
         plan.file_attributes(str(path), "0644", owner, group)
         assert plan.drift == [{"setting": "%s attributes" % path, "expected": "0644 %s:%s" % (owner, group),
                                "found": "0666 %s:%s" % (owner, group),
-                               "fix": "chmod 0644 %s; chown %s:%s %s" % (path, owner, group, path),
+                               "fix": None, "action": "chmod 0644 %s; chown %s:%s %s" % (path, owner, group, path),
                                "object": {"kind": "file", "name": str(path)}}]
         assert oct(path.stat().st_mode & 0o777) == ("0o666" if check_mode else "0o644")
     plan = Plan(Module(True))

@@ -15,7 +15,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
 RECIPE_RELEASE = yaml.safe_load((ROOT / "group_vars" / "all" / "release.yml").read_text())["ds41f_release"]
-SITE = {"plugin": "dgxspark.ds41f.spark_topology", "shape": "tp3-triangle",
+SITE = {"plugin": "dgxspark.ds41f.spark_topology", "shape": "tp3-triangle", "management_network": "192.168.5.0/24",
         "nodes": [{"name": "n%d" % i, "address": "192.168.5.%d" % (10 + i)} for i in range(1, 4)]}
 
 

@@ -58,7 +58,8 @@ def test_a_package_that_is_there_is_reported_then_purged(tmp_path, dpkg, state, 
     checked = run(tmp_path, "package_purged", args, check_mode=True, path=bin_dir)
     assert checked["changed"] and checked["purged"] == ["nvidia-drm-options-modeset0"] and not calls.exists()
     assert checked["drift"] == [{"setting": "package nvidia-drm-options-modeset0", "expected": "purged",
-                                 "found": found, "fix": "apt-get purge -y nvidia-drm-options-modeset0"}]
+                                 "found": found, "fix": None,
+                                 "action": "apt-get purge -y nvidia-drm-options-modeset0"}]
     done = run(tmp_path, "package_purged", args, path=bin_dir)
     assert done["changed"] and calls.read_text() == "purge -y nvidia-drm-options-modeset0\n"
 
@@ -116,8 +117,8 @@ def test_a_generated_key_is_made_once_and_kept_and_never_returned(tmp_path):
     key_file.chmod(0o644)
     seen = run(tmp_path, "api_key_file", {"path": str(key_file)}, check_mode=True)  # the doctor's view
     assert seen["drift"] == [{"setting": "%s attributes" % key_file, "expected": "0600 uid 0 gid 0",
-                              "found": "0644 uid 0 gid 0", "fix": "chmod 0600 %s; chown root:root %s" % (
-                                  key_file, key_file)}]
+                              "found": "0644 uid 0 gid 0", "fix": None,
+                              "action": "chmod 0600 %s; chown root:root %s" % (key_file, key_file)}]
     assert key not in json.dumps(seen) and mode(key_file) == 0o644
     assert [(m["kind"], m["mode"]) for m in seen["managed"]] == [("directory", "0700"), ("file", "0600")]
     mended = run(tmp_path, "api_key_file", {"path": str(key_file)})
@@ -149,7 +150,7 @@ def test_a_lost_generated_key_comes_back_from_the_running_engine_not_a_new_one(t
         key_file.write_text("# a hand edit VLLM_API_KEY=x\n")
     args = {"path": str(key_file), "container": "spark-ds41f"}
     seen = run(tmp_path, "api_key_file", args, check_mode=True, path=docker.parent)
-    assert seen["drift"][0]["found"] == "no key" and "the running engine spark-ds41f" in seen["drift"][0]["fix"]
+    assert seen["drift"][0]["found"] == "no key" and "the running engine spark-ds41f" in seen["drift"][0]["action"]
     assert key not in json.dumps(seen)
     done = run(tmp_path, "api_key_file", args, path=docker.parent)
     assert done["changed"] and held_key(key_file) == key and key not in json.dumps(done)

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import jinja2
+import jinja2.nativetypes
 import pytest
 import yaml
 
@@ -17,7 +18,7 @@ def load_recipe(*extra_files):
     values = {"spark_management_network": "192.168.1.0/24", "spark_head_address": "192.168.1.11"}
     for path in sorted((ROOT / "group_vars" / "all").glob("*.yml")) + [Path(p) for p in extra_files]:
         values.update(yaml.safe_load(path.read_text()) or {})
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env = jinja2.nativetypes.NativeEnvironment(undefined=jinja2.StrictUndefined)  # a list stays a list
     env.globals["lookup"] = lambda *args, **kwargs: ""  # the lab's lookup('env', ...): empty outside Ansible
 
     def resolve(value):

@@ -9,6 +9,8 @@ from .conftest import ROOT, load_recipe
 from .sglang_recipe import sglang_values
 from .test_launch import node_vars
 
+# The head's key file as the serve role names it (roles/serve: serve__api_key_file).
+API_KEY_FILE = "/etc/ds41f/serve/api-key.env"
 # site -> (inventory folder, engine): the two vLLM examples and the SGLang ring.
 SITES = {"ring4": "vllm", "triangle3": "vllm", "ring4-sglang": "sglang"}
 
@@ -35,11 +37,17 @@ def env_files(values, c, name):
     return {path: {k: v.lstrip("=") if k == "NCCL_IB_HCA" else v for k, v in env.items()}}
 
 
-def rendered(site):
-    """([spec per rank], [env files per rank]) of ``site``."""
-    values, c = site_values(site), site_cluster(site)
+def launches(site, **changes):
+    """Every rank of ``site`` as `ds41f render --compare` reads it: {spec, words (its docker run words, the head's API
+    key file included as the serve stage passes it), env_files}, after changing recipe variables."""
+    values, c = dict(site_values(site), **changes), site_cluster(site)
     recipe = launch.recipe_from_vars(values)
     shape = c.groupvars()["spark_shape"]
-    specs = [launch.render(recipe, shape, node_vars(c, n.name), {"nodes": len(c.nodes), "head_address": c.head.address})
-             for n in c.nodes]
-    return specs, [env_files(values, c, n.name) for n in c.nodes]
+    out = []
+    for n in c.nodes:
+        spec = launch.render(recipe, shape, node_vars(c, n.name), {"nodes": len(c.nodes),
+                                                                    "head_address": c.head.address})
+        key = API_KEY_FILE if spec["head"] and values.get("serve_api_key_required", True) else None
+        out.append({"spec": spec, "words": launch.docker_run(spec, None, key),
+                    "env_files": env_files(values, c, n.name)})
+    return out

@@ -43,8 +43,9 @@ def test_group_flags_come_from_the_shape_and_the_node(recipe):
         assert flag(argv, "--kv-cache-memory-bytes") == str(topology.SHAPES["tp4-ring"].kv_cache_bytes)
         assert flag(argv, "--long-prefill-token-threshold") == "16288"
         assert json.loads(flag(argv, "--speculative-config"))["draft_tensor_parallel_size"] == 4
-        sizes = json.loads(flag(argv, "--compilation-config"))["cudagraph_capture_sizes"]
-        assert sizes[:4] == [1, 2, 4, 8] and sizes[-1] == 96
+        compilation = json.loads(flag(argv, "--compilation-config"))
+        assert compilation["cudagraph_capture_sizes"][-1] == 96 == int(flag(argv, "--max-cudagraph-capture-size"))
+        assert flag(argv, "--prefix-cache-retention-interval") == "8192"  # the ring profile's own
     # one recipe for the cluster, one spec per rank
     assert len({s["labels"]["ds41f.recipe"] for s in ranks}) == 1
     assert len({s["labels"]["ds41f.spec"] for s in ranks}) == 4
@@ -55,6 +56,7 @@ def test_triangle_sizes_differ_only_where_the_shape_does(recipe):
     assert flag(tri, "--tensor-parallel-size") == "3" and flag(tri, "--max-num-seqs") == "8"
     assert flag(tri, "--long-prefill-token-threshold") == "6096"
     assert json.loads(flag(tri, "--compilation-config"))["cudagraph_capture_sizes"][-1] == 48
+    assert flag(tri, "--max-cudagraph-capture-size") == "48" and flag(tri, "--prefix-cache-retention-interval") == "512"
     assert specs(recipe, "tp3-triangle")[0]["labels"]["ds41f.shape"] != specs(recipe, "tp4-ring")[0]["labels"][
         "ds41f.shape"]
 
@@ -121,9 +123,26 @@ def test_boot_markers():
         "(?i)falling back: WARNING attention: falling back to SDPA"]
 
 
-def test_capture_sizes():
-    assert launch.capture_sizes(48) == [1, 2, 4, 8, 16, 24, 32, 40, 48]
-    assert launch.capture_sizes(6) == [1, 2, 4, 6]
+def test_capture_sizes_follow_the_recorded_profiles():
+    """spark-ds41f's ring and triangle profiles list these sizes (tests/fixtures/release/); other row counts follow
+    the same steps and end at their own."""
+    profiles = (("tp4-ring", "spark-ds41f-tp4-ring.json"), ("tp3-triangle", "spark-ds41f-tp3-triangle.json"))
+    for shape, profile in profiles:
+        args = json.loads((ROOT / "tests" / "fixtures" / "release" / profile).read_text())["serve_args"]
+        recorded = json.loads(flag(args, "--compilation-config"))["cudagraph_capture_sizes"]
+        assert launch.capture_sizes(topology.SHAPES[shape].cudagraph_max_rows) == recorded
+    assert launch.capture_sizes(6) == [1, 2, 3, 4, 6]
+    assert launch.capture_sizes(50) == [1, 2, 3, 4, 6, 8, 12, 16, 20, 24, 28, 32, 40, 48, 50]
+
+
+def test_a_shape_adds_its_own_flags_last_and_may_not_repeat_the_recipe(recipe):
+    argv = specs(recipe, "tp4-ring")[0]["command"]
+    assert argv[-2:] == ["--prefix-cache-retention-interval", "8192"]
+    for args, words in ((["--block-size", "16"], "is also in serve_args"),
+                        (["--max-num-seqs", "4"], "is rendered from the shape"), ("--x", "a list of strings")):
+        launch_table = dict(recipe["serve_shape_launch"], **{"tp4-ring": {"args": args}})
+        with pytest.raises(launch.LaunchError, match=words):
+            specs(dict(recipe, serve_shape_launch=launch_table), "tp4-ring")
 
 
 def test_lab_recipe_renders(recipe):

@@ -16,12 +16,13 @@ CONFIG_MOUNT = "/etc/ds41f/serve/api-key.yaml:/run/ds41f/api-key.yaml:ro"
 def test_the_head_reads_its_key_from_a_mounted_config_file():
     specs = render_all(sglang_values(), cluster("tp4-ring"))  # serve_api_key_required unset: the role's true
     head, workers = specs[0], specs[1:]
-    assert head["command"][-2:] == ["--config", sglang.KEY_CONFIG]
+    assert head["env"]["EXTRA_SGLANG_ARGS"].endswith("--config %s" % sglang.KEY_CONFIG)
+    assert head["command"].server_argv[-2:] == ["--config", sglang.KEY_CONFIG]
     assert CONFIG_MOUNT in head["mounts"] and head["api_key_config"] == "/etc/ds41f/serve/api-key.yaml"
     for spec in specs:
-        assert "--api-key" not in spec["command"]
+        assert "--api-key" not in spec["command"].server_argv and "API_KEY" not in spec["env"]
     for spec in workers:  # only the head serves the API
-        assert "--config" not in spec["command"] and "api_key_config" not in spec
+        assert "--config" not in spec["env"]["EXTRA_SGLANG_ARGS"] and "api_key_config" not in spec
         assert not [m for m in spec["mounts"] if "api-key" in m]
 
 
@@ -30,7 +31,7 @@ def test_the_state_dir_and_no_key():
     head = render_all(values, cluster("tp4-ring"))[0]
     assert "/srv/keys/api-key.yaml:/run/ds41f/api-key.yaml:ro" in head["mounts"]
     open_api = render_all(dict(values, serve_api_key_required=False), cluster("tp4-ring"))[0]
-    assert "--config" not in open_api["command"] and "api_key_config" not in open_api
+    assert "--config" not in open_api["env"]["EXTRA_SGLANG_ARGS"] and "api_key_config" not in open_api
     assert open_api["labels"]["ds41f.recipe"] != head["labels"]["ds41f.recipe"]
 
 

@@ -1,4 +1,5 @@
-"""Every rendered SGLang command against SGLang's own argument parser (sglang 0.5.23, ``sglang.srt.server_args``).
+"""Every rank's SGLang arguments against SGLang's own argument parser (sglang 0.5.23, ``sglang.srt.server_args``):
+what the image's boot builds from the rank's settings and EXTRA_SGLANG_ARGS (engines/sglang.py, server_argv).
 
 ``make sglang-parser`` installs sglang and the few modules its import needs beyond the lab engine's site
 (triton, orjson, ipython, traitlets; torch CPU comes from the site), without dependencies; the parser runs in its own
@@ -38,7 +39,7 @@ def verdicts():
     argvs, labels = [], []
     for shape in SHAPES:
         for spec in render_all(values, cluster(shape)):
-            argvs.append(spec["command"])
+            argvs.append(sglang_check.server_argv(spec["command"]))
             labels.append("%s rank %d" % (shape, spec["rank"]))
     probes = [["--model-path", "/models", "--no-such-flag"], ["--model-path", "/models", "--tp-size", "many"]]
     errors = sglang_check.errors(argvs + probes, [PARSER, engine.SITE])
@@ -76,7 +77,7 @@ def test_the_head_gets_its_key_from_the_config_file_as_sglang_merges_it(tmp_path
     config = tmp_path / "api-key.yaml"
     config.write_text(yaml.dump({"api-key": key}, indent=4, default_flow_style=False))
     head = render_all(sglang_values(), cluster("tp4-ring"))[0]
-    argv = [str(config) if a == sglang.KEY_CONFIG else a for a in head["command"]]
+    argv = [str(config) if a == sglang.KEY_CONFIG else a for a in sglang_check.server_argv(head["command"])]
     proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(argv)], capture_output=True, text=True,
                           cwd=tmp_path, timeout=900,
                           env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(PARSER), str(engine.SITE)])))
@@ -93,7 +94,7 @@ def test_the_validation_puts_every_rank_through_sglangs_parser():
                   serve_sglang_parser_path=[str(PARSER), str(engine.SITE)])
     found = validation.launch_problems(c, {n.name: dict(values, **c.hostvars(n.name)) for n in c.nodes})
     assert [(p.field, p.message) for p in found] == [(
-        "serve_args", "SGLang's argument parser refuses the command of rank 0 (dgx1), 1 (dgx2), 2 (dgx3), 3 (dgx4): "
+        "serve_args", "SGLang's argument parser refuses the arguments of rank 0 (dgx1), 1 (dgx2), 2 (dgx3), 3 (dgx4): "
         "sglang serve: error: unrecognized arguments: --no-such-flag")]
     assert validation.parser_note(values) == " and parsed by SGLang's argument parser"
     assert "no rank's command was parsed" in validation.parser_note(dict(values, serve_sglang_parser_path=[]))

@@ -1,5 +1,6 @@
 """Rows of docs/stages/serve.md's seed 001 table that no other test covers: the weights pin and the container
-settings of seed line 79 (``--gpus all``, ``--ipc host``, ``--ulimit memlock=-1``) in the SGLang head's docker run."""
+settings of seed line 79 (``--privileged``, ``--gpus all``, ``--ipc host``, ``--ulimit memlock=-1``) in the SGLang
+head's docker run."""
 
 import re
 
@@ -21,6 +22,7 @@ def test_the_container_settings_the_seed_gives():
     pairs = list(zip(argv[:-1], argv[1:], strict=True))
     assert ("--gpus", "all") in pairs and ("--ipc", "host") in pairs
     assert [v for k, v in pairs if k == "--ulimit" and v.startswith("memlock=")] == ["memlock=-1:-1"]
-    assert "--privileged" not in argv  # the project's capabilities instead (docs: not rendered)
+    assert "--privileged" in argv  # as the launcher runs its containers
     docker_line = next(line for line in seed_text().splitlines() if line.startswith("| Docker |"))
     assert "--gpus all" in seed_text() and "--ipc host" in docker_line and "--ulimit memlock=-1" in docker_line
+    assert "--privileged" in docker_line

@@ -1,6 +1,8 @@
 """Fixtures of the bad-input tests: a good site on documentation addresses, the recipe, and a guard that fails a test
 which opened a connection or started a program."""
 
+import copy
+import functools
 import socket
 import subprocess
 
@@ -22,13 +24,19 @@ def good_site():
             "nodes": [{"name": "dgx%d" % i, "address": "192.0.2.%d" % (10 + i)} for i in range(1, 5)]}
 
 
-def collection_recipe():
-    """{name: (group_vars/all/<file>, value)} of the collection's recipe, as the validate action reads it."""
+@functools.lru_cache(maxsize=1)
+def _recipe_files():
     found = {}
     for path in sorted((ROOT / "group_vars" / "all").glob("*.yml")):
         for key, value in (yaml.safe_load(path.read_text()) or {}).items():
             found[key] = ("group_vars/all/%s" % path.name, value)
     return found
+
+
+def collection_recipe():
+    """{name: (group_vars/all/<file>, value)} of the collection's recipe, as the validate action reads it (read
+    once; each call gets its own copy)."""
+    return copy.deepcopy(_recipe_files())
 
 
 def host_values(site, overrides=None, extra=None):

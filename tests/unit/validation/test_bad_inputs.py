@@ -54,6 +54,9 @@ SITE_CASES = [
     ("name with a trailing newline", node(0, name="dgx1\n"), "nodes[0].name"),
     ("names differ only in case", node(1, name="DGX1"), "nodes[1].name"),
     ("names differ only in case, later node", node(3, name="Dgx3"), "nodes[3].name"),
+    ("names read alike, 1 and l", node(1, name="dgxl"), "nodes[1].name"),
+    ("names read alike, rn and m", lambda s: (s["nodes"][0].update(name="spark-m"),
+                                              s["nodes"][2].update(name="spark-rn")), "nodes[2].name"),
     ("name with an underscore", node(0, name="dgx_1"), "nodes[0].name"),
     ("name starting with a dash", node(2, name="-dgx3"), "nodes[2].name"),
     ("name of 64 characters", node(0, name="d" * 64), "nodes[0].name"),
@@ -535,6 +538,25 @@ E2E_CASES = [
     ("fabric_pool on Docker's bridge", top(fabric_pool="172.17.0.0/16"), None, None, "fabric_pool"),
     ("fabric_pool in Podman's network", top(fabric_pool="10.88.0.0/16"), None, None, "fabric_pool"),
     ("fabric_pool in Tailscale's range", top(fabric_pool="100.64.0.0/16"), None, None, "fabric_pool"),
+    # Values checked against where they land (plugins/module_utils/forms/), one of each class.
+    ("a node name that only looks like another", node(1, name="dgxl"), None, None, "nodes[1].name"),
+    ("sshd weakened in vars:", None, {"host_baseline_sshd": {"LoginGraceTime": 30, "PasswordAuthentication": "yes"}},
+     "site vars:", "host_baseline_sshd.PasswordAuthentication"),
+    ("ssh masked from -e", None, {"host_baseline_masked_units": ["ssh.service"]}, "-e",
+     "host_baseline_masked_units[0]"),
+    ("a time span of infinity in group_vars", None, {"host_baseline_plymouth_timeout": "infinity"}, "group_vars",
+     "host_baseline_plymouth_timeout"),
+    ("a managed file at a system file in vars:", None, {"serve_guard_config": "/etc/passwd"}, "site vars:",
+     "serve_guard_config"),
+    ("the model folder at / from -e", None, {"model_dir": "/"}, "-e", "model_dir"),
+    ("a misspelt vLLM flag in group_vars", None, {"serve_args": ["--max-model-lenn", "4096"]}, "group_vars",
+     "serve_args[0]"),
+    ("bad JSON of a vLLM flag in vars:", None, {"serve_args": ["--limit-mm-per-prompt", "{image: 67}"]}, "site vars:",
+     "serve_args[0]"),
+    ("a line added to a modprobe option from -e", None,
+     {"host_baseline_nvidia_drm_options": "modeset=1\ninstall nvidia-drm /bin/sh -c id"}, "-e",
+     "host_baseline_nvidia_drm_options"),
+    ("an all-digit API key in vars:", None, {"serve_api_key": 987654321}, "site vars:", "serve_api_key"),
 ]
 NO_CFG = "site does not parse, without the repo's ansible.cfg"
 BIN = os.path.dirname(sys.executable)
@@ -608,6 +630,24 @@ def test_a_typo_names_the_closest_declared_variable_end_to_end(e2e):
     assert "did you mean kernel_reboot_ok?" in out and "ds41f_site_variables" in out, out[-3000:]
     _, out = results["fabric_pool on Docker's bridge"]
     assert "172.17.0.0/16 overlaps Docker's default bridge docker0, 172.17.0.0/16" in out, out[-3000:]
+    assert record.read_text() == ""
+
+
+def test_a_value_checked_against_where_it_lands_names_the_destination_end_to_end(e2e):
+    results, record = e2e
+    _, out = results["sshd weakened in vars:"]
+    assert "lets passwords in" in out and "host_baseline_sshd_accepted_keywords" in out, out[-3000:]
+    assert "It lands in /etc/ssh/sshd_config.d/01-ds41f-recovery.conf" in out, out[-3000:]
+    _, out = results["a time span of infinity in group_vars"]
+    assert "It lands in /etc/systemd/system/plymouth-quit-wait.service.d/95-ds41f-recovery.conf" in out
+    _, out = results["ssh masked from -e"]
+    assert "only a console reaches the node" in out and "Fix: remove ssh.service" in out, out[-3000:]
+    _, out = results["a misspelt vLLM flag in group_vars"]
+    assert "did you mean --max-model-len?" in out, out[-3000:]
+    _, out = results["an all-digit API key in vars:"]
+    assert "a secret, not shown" in out and "987654321" not in out, out[-3000:]
+    _, out = results["good site"]
+    assert "serve_args checked against the flag table of vLLM 0.32.0" in out
     assert record.read_text() == ""
 
 

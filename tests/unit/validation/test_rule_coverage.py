@@ -10,7 +10,7 @@ import yaml
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import env_check, known_vars, recipe_forms, validation
 from tests.conftest import ROOT
 
-from .conftest import SPECS, collection_recipe, good_site, host_values
+from .conftest import SPECS, collection_recipe, good_site, host_values, templated
 
 DECLARED = {name: spec for options in SPECS.values() for name, spec in options.items()}
 RECIPE = {name: value for name, (_, value) in collection_recipe().items()}
@@ -187,7 +187,7 @@ def test_every_declared_name_refuses_what_cannot_reach_a_url_or_path(name, bad):
 
 
 def test_the_recipe_s_own_names_and_sizes_pass():
-    problems = [p for p in validation.recipe.check_vars(RECIPE, SPECS) if p.field.split("[")[0].split(".")[0]
+    problems = [p for p in validation.recipe.check_vars(templated(RECIPE), SPECS) if p.field.split("[")[0].split(".")[0]
                 in set(NAME_OPTIONS) | {s.split(".")[0] for s in SIZE_OPTIONS}]
     assert problems == []
 

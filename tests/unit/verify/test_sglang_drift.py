@@ -19,6 +19,7 @@ from tests.unit.serve.sglang_recipe import render_all, sglang_values
 KEY = "5d0c9e2a7b1f4e3d8c6a9b0e1f2d3c4b5a697887a6b5c4d3"
 IMAGE_ID = "sha256:" + "ab" * 32
 IMAGE_ENV = ["PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/bin:/bin", "NVIDIA_VISIBLE_DEVICES=all"]
+IMAGE_ENTRYPOINT = ["python3", "-u", "/opt/dsv41/boot.py"]  # the image's own boot (its Dockerfile)
 SERVE_FIX = "ds41f run serve -e '{\"serve_replace\": true}'"
 # What SGLang 0.5.23 logs first (entrypoints/engine.py: server_args=..., redacting watermark keys only): the head's
 # key from its --config file is in it.
@@ -38,13 +39,16 @@ def nccl_env(spec):
 
 
 def inspect(spec, running=True):
-    """`docker container inspect` of the container that launch.docker_run(spec) starts: its --entrypoint, the
-    words after the image as Cmd, the image's env, then each --env-file's, then each --env, and each --volume."""
+    """`docker container inspect` of the container that launch.docker_run(spec) starts: its --entrypoint (else the
+    image's), the words after the image as Cmd, the image's env, then each --env-file's, then each --env, and each
+    --volume."""
     argv = launch.docker_run(spec, api_key_file="/etc/ds41f/serve/api-key.env")
     image = argv.index(spec["image"])
     options, cmd = argv[:image], argv[image + 1:]
     values = {flag: [options[i + 1] for i, word in enumerate(options) if word == flag]
-              for flag in ("--entrypoint", "--env-file", "--env", "--volume")}
+              for flag in ("--entrypoint", "--env-file", "--env", "--volume", "--network", "--ipc", "--restart",
+                           "--memory", "--memory-swap", "--cpuset-cpus", "--shm-size", "--cap-add", "--security-opt",
+                           "--ulimit", "--device", "--device-cgroup-rule")}
     assert values["--env-file"] == spec["env_files"]  # SGLang's head gets no key env file (its key is a mount)
     env = list(IMAGE_ENV) + ["%s=%s" % kv for path in values["--env-file"] for kv in nccl_env(spec).items()]
     mounts = []
@@ -56,9 +60,26 @@ def inspect(spec, running=True):
     return {"Id": "c0ffee%d" % spec["rank"], "Image": IMAGE_ID,
             "State": {"Status": "running" if running else "exited", "Running": running,
                       "ExitCode": 0 if running else 137, "OOMKilled": False},
-            "Config": {"Image": spec["image"], "Entrypoint": values["--entrypoint"], "Cmd": cmd,
+            "Config": {"Image": spec["image"], "Entrypoint": values["--entrypoint"] or IMAGE_ENTRYPOINT, "Cmd": cmd,
                        "Env": env + values["--env"], "Labels": spec["labels"]},
-            "Mounts": mounts}
+            "Mounts": mounts, "HostConfig": host_config(values)}
+
+
+def host_config(values):
+    """HostConfig as Docker records those `docker run` options (it adds label=disable itself for the host's IPC)."""
+    def one(flag, default=None):
+        return values[flag][-1] if values[flag] else default
+
+    ulimits = [dict(zip(("Name", "Soft", "Hard"), [u.split("=")[0]] + [int(v) for v in u.split("=")[1].split(":")],
+                        strict=True)) for u in values["--ulimit"]]
+    devices = [dict(zip(("PathOnHost", "PathInContainer", "CgroupPermissions"), (d + "::").split(":")[:3],
+                        strict=True)) for d in values["--device"]]
+    return {"NetworkMode": one("--network"), "IpcMode": one("--ipc"), "RestartPolicy": {"Name": one("--restart")},
+            "Memory": launch.docker_bytes(one("--memory")), "MemorySwap": launch.docker_bytes(one("--memory-swap")),
+            "CpusetCpus": one("--cpuset-cpus", ""), "ShmSize": launch.docker_bytes(one("--shm-size")) or 64 << 20,
+            "CapAdd": values["--cap-add"] or None, "SecurityOpt": values["--security-opt"] + ["label=disable"],
+            "Ulimits": ulimits or None, "Devices": devices, "DeviceCgroupRules": values["--device-cgroup-rule"] or None,
+            "CpuShares": 0, "NanoCpus": 0, "PidsLimit": None}
 
 
 class Node:
@@ -74,7 +95,7 @@ class Node:
         if argv[1:3] == ["container", "inspect"]:
             return (0, json.dumps([self.record]), "") if self.record else (1, "", "Error: No such container")
         if argv[1:3] == ["image", "inspect"]:
-            return 0, json.dumps([{"Id": IMAGE_ID, "Config": {"Env": IMAGE_ENV}}]), ""
+            return 0, json.dumps([{"Id": IMAGE_ID, "Config": {"Env": IMAGE_ENV, "Entrypoint": IMAGE_ENTRYPOINT}}]), ""
         if argv[1] == "logs":
             return 0, self.logs, ""
         return 1, "", "not recorded: %s" % argv
@@ -116,10 +137,10 @@ def edit(node_name, fn):
     return change
 
 
-def set_flag(flag, value):
+def set_env(name, value):
     def fn(record):
-        cmd = record["Config"]["Cmd"]
-        cmd[cmd.index(flag) + 1] = value
+        record["Config"]["Env"] = [("%s=%s" % (name, value) if e.startswith(name + "=") else e)
+                                   for e in record["Config"]["Env"]]
     return fn
 
 
@@ -130,36 +151,38 @@ def only_row(rows):
 
 def test_the_ring_renders_sglang_and_matching_containers_give_no_row(ring):
     _, specs = ring
-    assert specs["dgx1"]["entrypoint"] == ["python3", "-m", "sglang.launch_server"]
-    assert "--mem-fraction-static" in specs["dgx2"]["command"] and "DSV41_CACHE_WAYS" in specs["dgx2"]["env"]
+    assert specs["dgx1"]["entrypoint"] == [] and specs["dgx1"]["image_entrypoint"] == IMAGE_ENTRYPOINT
+    assert specs["dgx2"]["command"] == ["run"] and specs["dgx2"]["env"]["MEM_FRACTION_STATIC"] == "0.78"
+    assert "DSV41_CACHE_WAYS" in specs["dgx2"]["env"]
     assert any(m.endswith(":/run/ds41f/api-key.yaml:ro") for m in specs["dgx1"]["mounts"])  # the head's key file
     assert doctor(ring) == []
 
 
-@pytest.mark.parametrize("node, flag, value, expected", [
-    ("dgx2", "--mem-fraction-static", "0.85", "0.78"),
-    ("dgx1", "--chunked-prefill-size", "16384", "8192"),
+@pytest.mark.parametrize("node, name, value, expected", [
+    ("dgx2", "MEM_FRACTION_STATIC", "0.85", "0.78"),
+    ("dgx1", "CHUNKED_PREFILL_SIZE", "16384", "8192"),
 ])
-def test_a_changed_sglang_flag_is_one_row_naming_the_flag_on_its_rank(ring, node, flag, value, expected):
-    r = only_row(doctor(ring, edit(node, set_flag(flag, value))))
+def test_a_changed_sglang_setting_is_one_row_naming_it_on_its_rank(ring, node, name, value, expected):
+    r = only_row(doctor(ring, edit(node, set_env(name, value))))
     assert (r["node"], r["stage"], r["setting"], r["expected"], r["found"], r["severity"]) == (
-        node, "serve", "%s (container command)" % flag, expected, value, "error")
+        node, "serve", "container env %s" % name, expected, value, "error")
     assert r["fix"].startswith("docker rm -f spark-ds41f on %s" % node) and SERVE_FIX in r["fix"]
 
 
-def test_a_dropped_and_an_added_flag_and_the_table_shows_what_differs(ring):
-    def fn(record):
-        cmd = record["Config"]["Cmd"]
-        cmd.remove("--enable-cache-report")
-        cmd += ["--chunked-prefill-size=4096", "--disable-cuda-graph"]  # a second use, and a new flag
-    rows = doctor(ring, edit("dgx4", fn))
+def test_a_dropped_and_an_added_flag_of_extra_sglang_args_are_a_row_each(ring):
+    _, specs = ring
+    extra = specs["dgx4"]["env"]["EXTRA_SGLANG_ARGS"].split()
+    extra.remove("--enable-cache-report")
+    rows = doctor(ring, edit("dgx4", set_env("EXTRA_SGLANG_ARGS", " ".join(
+        extra + ["--watchdog-timeout=60", "--disable-cuda-graph"]))))  # a second use, and a new flag
+    setting = "%s (container env EXTRA_SGLANG_ARGS)"
     assert [(r["setting"], r["expected"], r["found"]) for r in rows] == [
-        ("--chunked-prefill-size (container command)", "8192", "8192; 4096"),
-        ("--disable-cuda-graph (container command)", "(absent)", "(set)"),
-        ("--enable-cache-report (container command)", "(set)", "(absent)")]
-    # the terminal table's cells (22 characters each) differ; a whole command would read alike on both sides
-    line = next(x for x in drift.table(rows).splitlines() if "--chunked-prefill-size" in x)
-    assert [c.strip() for c in line.split(" | ")[4:6]] == ["8192", "8192; 4096"]
+        (setting % "--disable-cuda-graph", "(absent)", "(set)"),
+        (setting % "--enable-cache-report", "(set)", "(absent)"),
+        (setting % "--watchdog-timeout", "1800", "1800; 60")]
+    # the terminal table's cells (22 characters each) differ; a whole variable would read alike on both sides
+    line = next(x for x in drift.table(rows).splitlines() if "--watchdog-timeout" in x)
+    assert [c.strip() for c in line.split(" | ")[4:6]] == ["1800", "1800; 60"]
 
 
 def test_command_rows_name_each_flag_and_show_the_whole_commands_only_for_an_order():
