@@ -19,7 +19,7 @@ export CONTAINERS_CONF := $(CURDIR)/ds41f/lab/containers.conf
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: mutate checks demo test prereqs venv engine-venv lint unit unit-engines unit-controller molecule sanity galaxy matrix ee core-oldest core-oldest-lab host-before host-after clean-lab engine sglang-parser
+.PHONY: mutate checks demo test prereqs venv engine-venv lint unit unit-engines unit-controller molecule sanity galaxy role-docs matrix ee core-oldest core-oldest-lab host-before host-after clean-lab engine sglang-parser
 
 # The Debian packages the lab and .venv need: installed when missing (as root), else the one apt command to run.
 prereqs:
@@ -102,9 +102,23 @@ mutate: venv engine
 sanity: venv
 	tests/galaxy/sanity.sh
 
-# The built tarball in an empty user project: validation, a quoted boolean refused, an unparsable site stopped.
-galaxy: venv
+# galaxy-importer and antsibull-docs (requirements-galaxy.txt), in their own venv beside .venv's ansible-core.
+GALAXY_TOOLS := $(CURDIR)/.cache/galaxy-tools
+$(GALAXY_TOOLS)/.installed: requirements-galaxy.txt
+	rm -rf $(GALAXY_TOOLS) && $$(tests/galaxy/find_python.sh $(PYTHON)) -m venv $(GALAXY_TOOLS)
+	$(GALAXY_TOOLS)/bin/python -m pip install -q -r requirements-galaxy.txt
+	touch $@
+
+# The built tarball in an empty user project (validation, a quoted boolean refused, an unparsable site stopped), then
+# through Galaxy's import checks and antsibull-docs' docs linter (tests/galaxy/importer.sh says what they cover).
+galaxy: venv $(GALAXY_TOOLS)/.installed
 	tests/galaxy/user_project.sh
+	tests/galaxy/importer.sh $(GALAXY_TOOLS)
+
+# Each role's README.md and meta/main.yml, from its meta/argument_specs.yml and galaxy.yml (tests/galaxy/role_docs.py);
+# tests/unit/galaxy/test_role_docs.py fails while one is stale.
+role-docs: venv
+	python tests/galaxy/role_docs.py
 
 # Another ansible-core beside .venv's (default: the oldest meta/runtime.yml allows), on .venv's Python: the unit
 # tests and the tarball in a user project; core-oldest-lab adds the host-baseline scenario. `make core-oldest
