@@ -102,13 +102,14 @@ mutate: venv engine
 sanity: venv
 	tests/galaxy/sanity.sh
 
-# galaxy-importer and antsibull-docs (requirements-galaxy.txt), in their own venv beside .venv's ansible-core.
-GALAXY_TOOLS := $(CURDIR)/.cache/galaxy-tools
-$(GALAXY_TOOLS)/.installed: requirements-galaxy.txt
-	rm -rf $(GALAXY_TOOLS) && $$(tests/galaxy/find_python.sh $(PYTHON)) -m venv $(GALAXY_TOOLS)
-	$(GALAXY_TOOLS)/bin/python -m pip install -q -r requirements-galaxy.txt
+# A tool venv of its own beside .venv: .cache/NAME-tools from requirements-NAME.txt (make galaxy, make ee).
+$(CURDIR)/.cache/%-tools/.installed: requirements-%.txt
+	rm -rf $(@D) && $$(tests/galaxy/find_python.sh $(PYTHON)) -m venv $(@D)
+	$(@D)/bin/python -m pip install -q -r $<
 	touch $@
 
+# galaxy-importer and antsibull-docs (requirements-galaxy.txt), with the ansible-core and ansible-lint the importer runs.
+GALAXY_TOOLS := $(CURDIR)/.cache/galaxy-tools
 # The built tarball in an empty user project (validation, a quoted boolean refused, an unparsable site stopped), then
 # through Galaxy's import checks and antsibull-docs' docs linter (tests/galaxy/importer.sh says what they cover).
 galaxy: venv $(GALAXY_TOOLS)/.installed
@@ -138,10 +139,6 @@ core-oldest-lab: venv $(CORE_VENV)/.installed
 # ansible-builder, then ansible-navigator runs the validation in it (ee/build.sh). Not in `make test`: most of its
 # time is pip and apt inside the build (the base alone: 20-40 s here, 185 s under a loaded machine).
 EE_TOOLS := $(CURDIR)/.cache/ee-tools
-$(EE_TOOLS)/.installed: requirements-ee.txt
-	rm -rf $(EE_TOOLS) && $$(tests/galaxy/find_python.sh $(PYTHON)) -m venv $(EE_TOOLS)
-	$(EE_TOOLS)/bin/python -m pip install -q -r requirements-ee.txt
-	touch $@
 ee: venv $(EE_TOOLS)/.installed
 	PATH=$(EE_TOOLS)/bin:$$PATH flock /tmp/ds41f-lab.lock ee/build.sh
 
