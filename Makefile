@@ -108,7 +108,7 @@ $(CURDIR)/.cache/%-tools/.installed: requirements-%.txt
 	$(@D)/bin/python -m pip install -q -r $<
 	touch $@
 
-# galaxy-importer and antsibull-docs (requirements-galaxy.txt), with the ansible-core and ansible-lint the importer runs.
+# galaxy-importer and antsibull-docs (requirements-galaxy.txt), with the ansible-core and ansible-lint it runs.
 GALAXY_TOOLS := $(CURDIR)/.cache/galaxy-tools
 # The built tarball in an empty user project (validation, a quoted boolean refused, an unparsable site stopped), then
 # through Galaxy's import checks and antsibull-docs' docs linter (tests/galaxy/importer.sh says what they cover).
