@@ -60,6 +60,11 @@ def show_default(value):
     return code(yaml.safe_dump(value, default_flow_style=True, width=10**6).strip().removesuffix("\n..."))
 
 
+def cell(text):
+    """Text that stays inside its table cell: a pipe escaped, a line break as <br>."""
+    return text.replace("|", "\\|").replace("\n", "<br>")
+
+
 def rows(options, prefix=""):
     """A table row per option (type, default or *required*, description, choices); suboptions follow as parent.child."""
     for name, option in options.items():
@@ -69,8 +74,7 @@ def rows(options, prefix=""):
         text = " ".join(paragraphs(option.get("description")))
         if option.get("choices"):
             text += " Choices: %s." % ", ".join(code(str(choice)) for choice in option["choices"])
-        yield "| %s | %s | %s | %s |" % (code(prefix + name), kind, default.replace("|", "\\|"),
-                                         text.strip().replace("|", "\\|"))
+        yield "| %s | %s | %s | %s |" % (code(prefix + name), kind, cell(default), cell(text.strip()))
         yield from rows(option.get("options", {}), prefix + name + ".")
 
 

@@ -35,7 +35,7 @@ def test_every_variable_has_its_row(spec_file):
         if option.get("required"):
             assert "| *required* |" in row, name
         elif "default" in option:
-            assert role_docs.show_default(option["default"]).replace("|", "\\|") in row, name
+            assert role_docs.cell(role_docs.show_default(option["default"])) in row, name
         for choice in option.get("choices", []):
             assert "`%s`" % choice in row, name
     for entry in specs:
@@ -50,6 +50,18 @@ def test_role_metadata_describes_the_role_for_galaxy(spec_file):
     assert meta["galaxy_info"] == {"standalone": False, "description": " ".join(spec["short_description"].split()),
                                    "author": ", ".join(galaxy["authors"]), "license": "Apache-2.0"}
     assert meta["dependencies"] == []
+
+
+def test_a_row_stays_one_row_of_four_cells():
+    options = {"x_expr": {"type": "str", "default": "{{ a | b }}\nsecond line", "description": ["One | two.", "Three."],
+                          "choices": ["p|q"]},
+               "x_map": {"type": "dict", "required": True, "options": {"key": {"type": "list", "elements": "int",
+                                                                             "default": [1, 2]}}}}
+    assert list(role_docs.rows(options)) == [
+        "| `x_expr` | str | `{{ a \\| b }}<br>second line` | One \\| two. Three. Choices: `p\\|q`. |",
+        "| `x_map` | dict | *required* |  |",
+        "| `x_map.key` | list of int | `[1, 2]` |  |",
+    ]
 
 
 def test_ansible_markup_becomes_markdown():
