@@ -19,7 +19,7 @@ export CONTAINERS_CONF := $(CURDIR)/ds41f/lab/containers.conf
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: mutate checks demo test prereqs venv engine-venv lint unit unit-engines unit-controller molecule sanity galaxy matrix ee core-oldest core-oldest-lab host-before host-after clean-lab engine sglang-parser proxy-nginx engine-flags
+.PHONY: mutate checks demo test prereqs venv engine-venv lint unit unit-engines unit-controller molecule sanity galaxy role-docs matrix ee core-oldest core-oldest-lab host-before host-after clean-lab engine sglang-parser proxy-nginx engine-flags
 
 # The Debian packages the lab and .venv need: installed when missing (as root), else the one apt command to run.
 prereqs:
@@ -119,9 +119,24 @@ mutate: venv engine
 sanity: venv
 	tests/galaxy/sanity.sh
 
-# The built tarball in an empty user project: validation, a quoted boolean refused, an unparsable site stopped.
-galaxy: venv
+# A tool venv of its own beside .venv: .cache/NAME-tools from requirements-NAME.txt (make galaxy, make ee).
+$(CURDIR)/.cache/%-tools/.installed: requirements-%.txt
+	rm -rf $(@D) && $$(tests/galaxy/find_python.sh $(PYTHON)) -m venv $(@D)
+	$(@D)/bin/python -m pip install -q -r $<
+	touch $@
+
+# galaxy-importer and antsibull-docs (requirements-galaxy.txt), with the ansible-core and ansible-lint it runs.
+GALAXY_TOOLS := $(CURDIR)/.cache/galaxy-tools
+# The built tarball in an empty user project (validation, a quoted boolean refused, an unparsable site stopped), then
+# through Galaxy's import checks and antsibull-docs' docs linter (tests/galaxy/importer.sh says what they cover).
+galaxy: venv $(GALAXY_TOOLS)/.installed
 	tests/galaxy/user_project.sh
+	tests/galaxy/importer.sh $(GALAXY_TOOLS)
+
+# Each role's README.md and meta/main.yml, from its meta/argument_specs.yml and galaxy.yml (tests/galaxy/role_docs.py);
+# tests/unit/galaxy/test_role_docs.py fails while one is stale.
+role-docs: venv
+	python tests/galaxy/role_docs.py
 
 # Another ansible-core beside .venv's (default: the oldest meta/runtime.yml allows), on .venv's Python: the unit
 # tests and the tarball in a user project; core-oldest-lab adds the host-baseline scenario. `make core-oldest
@@ -141,10 +156,6 @@ core-oldest-lab: venv $(CORE_VENV)/.installed
 # ansible-builder, then ansible-navigator runs the validation in it (ee/build.sh). Not in `make test`: most of its
 # time is pip and apt inside the build (the base alone: 20-40 s here, 185 s under a loaded machine).
 EE_TOOLS := $(CURDIR)/.cache/ee-tools
-$(EE_TOOLS)/.installed: requirements-ee.txt
-	rm -rf $(EE_TOOLS) && $$(tests/galaxy/find_python.sh $(PYTHON)) -m venv $(EE_TOOLS)
-	$(EE_TOOLS)/bin/python -m pip install -q -r requirements-ee.txt
-	touch $@
 ee: venv $(EE_TOOLS)/.installed
 	PATH=$(EE_TOOLS)/bin:$$PATH flock /tmp/ds41f-lab.lock ee/build.sh
 

@@ -5,9 +5,9 @@
 #             (LAB_ENGINE_SCENARIOS); output on the terminal, as `make molecule` prints it
 #   engines   the lab engine's venv, the engine and SGLang's parser (mostly downloads and unpacking), then the unit
 #             tests that run real engines (make unit-engines, with time budgets of their own); .cache/engines.log
-#   beside    every check that starts no container (lint, the controller's unit tests, sanity, the user project,
-#             the per-version checks) in a session of its own at the lowest priority (tests/beside.sh);
-#             .cache/beside.log
+#   beside    every check that starts no container (lint, the controller's unit tests, sanity, the user project and
+#             Galaxy's import checks, the per-version checks) in a session of its own at the lowest priority
+#             (tests/beside.sh); .cache/beside.log
 # The molecule stream stops at its first failed scenario; the others run to their end either way. Both logs are
 # printed at the end, and any stream failing fails the target.
 set -uo pipefail

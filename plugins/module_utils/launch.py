@@ -320,6 +320,7 @@ def host_config(spec):
     change)."""
     memory = docker_bytes(spec.get("memory"))
     out = dict(UPDATABLE_DEFAULTS, NetworkMode="host", IpcMode="host", RestartPolicy="no",
+               Privileged=bool(spec.get("privileged")),
                Memory=memory, MemorySwap=memory, CpusetCpus=spec.get("cpuset") or "",
                ShmSize=docker_bytes(spec.get("shm_size")) or 64 << 20,  # Docker's own 64 MiB when not given
                # Docker adds label=disable itself to a container of the host's IPC namespace

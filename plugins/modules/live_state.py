@@ -252,6 +252,7 @@ def host_settings(host):
     out = {key: host.get(key) if host.get(key) is not None else default
            for key, default in launch.UPDATABLE_DEFAULTS.items()}
     out.update(NetworkMode=host.get("NetworkMode"), IpcMode=host.get("IpcMode"),
+               Privileged=bool(host.get("Privileged")),
                RestartPolicy=(host.get("RestartPolicy") or {}).get("Name") or "no",
                Memory=host.get("Memory") or 0, MemorySwap=host.get("MemorySwap") or 0,
                CpusetCpus=host.get("CpusetCpus") or "", ShmSize=host.get("ShmSize") or 0,

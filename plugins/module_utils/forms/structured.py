@@ -167,7 +167,16 @@ def bind_mount(value):
                 "write e.g. /var/cache/ds41f/spark-ds41f:/cache/spark-ds41f:rw.")
     source, target = parts[:2]
     return (paths.syntax_problem(source) or paths.system_problem(source, "hand the container")
-            or paths.syntax_problem(target) or paths.system_problem(target, "cover, inside the container,", ("/",)))
+            or paths.syntax_problem(target) or _covers_a_tree(target))
+
+
+def _covers_a_tree(target):
+    """Inside the container a mount may sit below a system tree (SGLang's cache at /root/.cache), never over one
+    whole: the image's own /usr or /etc would be gone."""
+    if target.rstrip("/") in ("",) + tuple(t.rstrip("/") for t in paths.SYSTEM_TREES):
+        return ("covers %s inside the container: the image's own files there would be gone." % (target or "/"),
+                "mount below it, at a folder of its own (e.g. /cache).")
+    return None
 
 
 def device(value):

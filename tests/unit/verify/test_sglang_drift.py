@@ -49,6 +49,7 @@ def inspect(spec, running=True):
               for flag in ("--entrypoint", "--env-file", "--env", "--volume", "--network", "--ipc", "--restart",
                            "--memory", "--memory-swap", "--cpuset-cpus", "--shm-size", "--cap-add", "--security-opt",
                            "--ulimit", "--device", "--device-cgroup-rule")}
+    values["--flags"] = [word for word in options if word.startswith("--") and "=" not in word]
     assert values["--env-file"] == spec["env_files"]  # SGLang's head gets no key env file (its key is a mount)
     env = list(IMAGE_ENV) + ["%s=%s" % kv for path in values["--env-file"] for kv in nccl_env(spec).items()]
     mounts = []
@@ -70,16 +71,24 @@ def host_config(values):
     def one(flag, default=None):
         return values[flag][-1] if values[flag] else default
 
-    ulimits = [dict(zip(("Name", "Soft", "Hard"), [u.split("=")[0]] + [int(v) for v in u.split("=")[1].split(":")],
-                        strict=True)) for u in values["--ulimit"]]
-    devices = [dict(zip(("PathOnHost", "PathInContainer", "CgroupPermissions"), (d + "::").split(":")[:3],
-                        strict=True)) for d in values["--device"]]
+    def ulimit(text):  # name=soft[:hard]: one value is both
+        name, _, limits = text.partition("=")
+        soft, _, hard = limits.partition(":")
+        return {"Name": name, "Soft": int(soft), "Hard": int(hard or soft)}
+
+    ulimits = [ulimit(u) for u in values["--ulimit"]]
+    def device(text):  # host[:container[:permissions]], Docker's own rwm when none is given
+        parts = text.split(":")
+        parts += parts[:1] if len(parts) == 1 else []
+        return dict(zip(("PathOnHost", "PathInContainer", "CgroupPermissions"), (parts + ["rwm"])[:3], strict=True))
+
+    devices = [device(d) for d in values["--device"]]
     return {"NetworkMode": one("--network"), "IpcMode": one("--ipc"), "RestartPolicy": {"Name": one("--restart")},
             "Memory": launch.docker_bytes(one("--memory")), "MemorySwap": launch.docker_bytes(one("--memory-swap")),
             "CpusetCpus": one("--cpuset-cpus", ""), "ShmSize": launch.docker_bytes(one("--shm-size")) or 64 << 20,
             "CapAdd": values["--cap-add"] or None, "SecurityOpt": values["--security-opt"] + ["label=disable"],
             "Ulimits": ulimits or None, "Devices": devices, "DeviceCgroupRules": values["--device-cgroup-rule"] or None,
-            "CpuShares": 0, "NanoCpus": 0, "PidsLimit": None}
+            "CpuShares": 0, "NanoCpus": 0, "PidsLimit": None, "Privileged": "--privileged" in values["--flags"]}
 
 
 class Node:
