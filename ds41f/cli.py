@@ -14,7 +14,8 @@ EXIT_CODES = """exit status:
   0      ok
   1      a check found errors (ds41f doctor: an error in the drift table; ds41f status: a node or the head's
          API is not as it should be; ds41f logs: a rank has no engine log; ds41f render --compare: a difference
-         from the recorded production launch that the reviewed list does not give, or an entry no rank shows)
+         from the recorded production launch that the reviewed list does not give, or an entry no rank shows;
+         ds41f hostkeys: a node that answers another key than the pinned one, or none)
   2      bad usage or input (an unknown stage or option, no inventory, a bad site or recipe)
   other  ds41f run passes ansible-playbook's own status through unchanged (2: a task failed on a host,
          4: a host was unreachable or a file did not parse, 5: bad options, 99: interrupted, 250: unexpected);

@@ -10,6 +10,7 @@ overwritten: it is named, with both fingerprints, until `--accept NODE` after ch
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -115,11 +116,11 @@ def run(args):
         print("ds41f hostkeys: %s %s not in %s (nodes: %s)" % (", ".join(unknown), "is" if len(unknown) == 1 else
                                                                "are", site, ", ".join(names)), file=sys.stderr)
         return 2
-    nodes = [(n.name, kh.host_token(n.address, port)) for n in cluster_model.nodes if not wanted or n.name in wanted]
+    chosen = [n for n in cluster_model.nodes if not wanted or n.name in wanted]
     pinned_file = Path(site).resolve().parent / kh.FILE_NAME
     text = pinned_file.read_text() if pinned_file.exists() else ""
-    seen = scan([n.address for n in cluster_model.nodes if not wanted or n.name in wanted], port)
-    new_text, report, ok = plan(text, nodes, seen, accept)
+    seen = scan([n.address for n in chosen], port)
+    new_text, report, ok = plan(text, [(n.name, kh.host_token(n.address, port)) for n in chosen], seen, accept)
     width = max(len(name) for name, _, _ in report)
     for name, _, line in report:
         print("%-*s  %s" % (width, name, line))
@@ -140,7 +141,7 @@ def run(args):
 def add_parser(sub, where):
     p = sub.add_parser("hostkeys", help="pin the nodes' SSH host keys (the known_hosts beside the site file): record "
                                         "them at first contact, print fingerprints to check, refuse a changed key",
-                       description=__doc__, formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     where(p)
     p.add_argument("--limit", help="only these nodes (comma-separated names)")
     p.add_argument("--accept", help="replace the pinned keys of these nodes (comma-separated) with the keys they "

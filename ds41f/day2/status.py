@@ -151,11 +151,11 @@ def report(readings, failed=()):
         if (row.get("object") or {}).get("kind") == "host key":  # not the pinned key: ssh stopped, nothing ran
             lines.append("%-6s not read: %s: host key %s" % (node, task, row["found"]))
             problems.append("%s: host key: %s. Fix: %s" % (node, row["found"], row["fix"]))
-        elif drift.is_silent(first):  # connected, then nothing: a frozen node, with the doctor's fix
-            lines.append("%-6s not read: %s: %s" % (node, task, first))
+            continue
+        lines.append("%-6s not read: %s: %s" % (node, task, first))
+        if drift.is_silent(first):  # connected, then nothing: a frozen node, with the doctor's fix
             problems.append("%s: connected, no reply (%s). Fix: %s" % (node, first, drift.SILENT_FIX))
         else:
-            lines.append("%-6s not read: %s: %s" % (node, task, first))
             problems.append("%s: not read (%s)" % (node, first))
     return lines, problems
 
