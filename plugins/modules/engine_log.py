@@ -47,12 +47,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-rc:
-  description: docker's exit status (not 0 when there is no such container).
+docker_rc:
+  description: docker's exit status (not 0 when there is no such container, or Docker does not answer); the
+    module itself does not fail then.
   returned: always
   type: int
 lines:
-  description: The log lines, redacted (docker's error when C(rc) is not 0).
+  description: The log lines, redacted (docker's error when C(docker_rc) is not 0).
   returned: always
   type: list
   elements: str
@@ -71,7 +72,8 @@ MODULE_SPEC = dict(argument_spec={"container": {"type": "str", "required": True}
 def run(module):
     rc, lines = redaction.engine_log_lines(module.run_command, module.params["container"], module.params["lines"],
                                            module.params["key_files"])
-    module.exit_json(changed=False, rc=rc, lines=lines)
+    # Not "rc": Ansible fails a result whose rc is not 0, and a rank without a container is a reading, not a failure.
+    module.exit_json(changed=False, docker_rc=rc, lines=lines)
 
 
 def main():

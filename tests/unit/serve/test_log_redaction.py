@@ -55,7 +55,7 @@ def test_the_logs_module_returns_the_log_with_every_secret_the_node_knows_redact
     bin_dir, key_files = node
     done = run(tmp_path, "engine_log", {"container": "spark-ds41f", "lines": 50, "key_files": key_files},
                path=bin_dir)
-    assert done["rc"] == 0 and len(done["lines"]) == len(LOG) and unredacted(done["lines"]) == []
+    assert done["docker_rc"] == 0 and len(done["lines"]) == len(LOG) and unredacted(done["lines"]) == []
     assert done["lines"][0] == LOG[0] and done["lines"][3] == LOG[3]  # the rest as it was
     assert "api_key='(redacted)'" in done["lines"][2] and "HF_TOKEN=(redacted)" in done["lines"][1]
     assert not any(secret in json.dumps(done) for secret in SECRETS)
@@ -67,10 +67,12 @@ def test_a_worker_without_key_files_still_loses_its_containers_secrets_and_any_a
     assert unredacted(done["lines"]) == []  # the SGLang key went by its api_key assignment
 
 
-def test_no_container_is_dockers_error_not_a_log(tmp_path, node):
+def test_no_container_is_dockers_error_not_a_log_nor_a_failure(tmp_path, node):
     bin_dir, key_files = node
     done = run(tmp_path, "engine_log", {"container": "other", "lines": 5, "key_files": key_files}, path=bin_dir)
-    assert done["rc"] == 1 and done["lines"] == ["No such container: other"]
+    # no "rc": Ansible would fail a result whose rc is not 0, and `ds41f logs` names a rank without a log itself
+    assert done["docker_rc"] == 1 and "rc" not in done and not done.get("failed")
+    assert done["lines"] == ["No such container: other"]
 
 
 def test_follow_runs_the_same_redaction_on_the_node(tmp_path, node):
@@ -91,3 +93,26 @@ def test_a_secret_inside_another_is_redacted_whole_and_a_too_short_value_is_no_s
     keys = tmp_path / "keys.env"
     keys.write_text("# VLLM_API_KEY=commented-out-value\nVLLM_API_KEY='quoted-key-value'\nDEBUG=1\n")
     assert redaction.file_secrets([str(keys), str(tmp_path / "absent")]) == {"quoted-key-value"}
+
+
+def test_through_ansible_a_rank_without_a_log_is_a_reading_not_a_failed_task(tmp_path, node, monkeypatch):
+    """Ansible fails any module result whose rc is not 0: the task that reads a stopped rank's log must still end ok,
+    so `ds41f logs` gets the rank's reading and names it (seen on the bad day's dgx4, Docker stopped)."""
+    import yaml
+
+    from ds41f import runs
+
+    bin_dir, key_files = node
+    playbook = tmp_path / "logs.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "environment": {
+        "PATH": "%s:%s" % (bin_dir, os.environ["PATH"])}, "tasks": [
+        {"name": "Read the log", "dgxspark.ds41f.node_steps": {"steps": [{"module": "engine_log", "args": {
+            "container": "{{ container }}", "lines": 5, "key_files": key_files}}]}, "register": "seen", "loop": [
+            "spark-ds41f", "other"], "loop_control": {"loop_var": "container"}}]}]))
+    monkeypatch.setattr(runs, "RUNS", tmp_path / "runs")
+    result = runs.run_playbook("logs", [str(playbook), "-i", "localhost,", "-c", "local"], {
+        "ANSIBLE_PYTHON_INTERPRETER": sys.executable}, quiet=True)
+    assert result.rc == 0, (result.artifacts / "stdout").read_text()
+    items = [e["event_data"]["res"] for e in result.events() if e.get("event") == "runner_item_on_ok"]
+    assert [(i["docker_rc"], len(i["lines"])) for i in items] == [(0, len(LOG)), (1, 1)]
+    assert unredacted(sum((i["lines"] for i in items), [])) == []
