@@ -157,7 +157,7 @@ def run(module):
         module.exit_json(**plan.result(line=""))
     if not p["public_key"]:  # the head's key is not made yet (check mode before its first run)
         origin = p["key_origin"] or {}
-        cause = ("file", origin["path"], origin.get("node")) if origin.get("path") else None
+        cause = ("key pair", origin["path"], origin.get("node")) if origin.get("path") else None
         plan.change("%s %s entry" % (path, marker), "the head watchdog's key (not made yet)", found,
                     "the serve stage writes it once the head's key exists", about=about, cause=cause)
         module.exit_json(**plan.result(line=""))

@@ -11,6 +11,8 @@ version_added: 0.3.0
 description:
   - Keeps, in O(dir) (root, 0700), the key pair the serving watchdog restarts the workers with - C(id_ed25519)
     (0600) and C(id_ed25519.pub) (0644) - and C(known_hosts) (0644), the pinned host keys of the cluster's nodes.
+  - The pair is one object (kind C(key pair)): a missing or unreadable private half, a public half that is not
+    its own, or either half's mode or owner is a row about it.
   - The pair is generated on this node with C(ssh-keygen) when it is missing or unreadable; its private half never
     leaves the node. The public half (read from the private key) is returned, for the workers' C(authorized_keys)
     (M(dgxspark.ds41f.watchdog_access)).
@@ -73,6 +75,7 @@ drift:
 """
 
 import os
+import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -93,27 +96,40 @@ def read(path):
 
 
 def public_of(module, private):
-    """The public half of a private key file (ssh-keygen -y), or None when it does not read as one."""
-    if not os.path.exists(private):
+    """The public half of a private key file (ssh-keygen -y), or None when it does not read as one. Read through a
+    pipe: ssh-keygen refuses a key file whose mode is too open, which is the mode's row, not a lost key."""
+    text = read(private)
+    if not text:
         return None
-    rc, out, _ = module.run_command(["ssh-keygen", "-y", "-f", private])
+    rc, out, _ = module.run_command(["ssh-keygen", "-y", "-f", "/dev/stdin"], data=text, binary_data=True)
     return out.strip() if rc == 0 and out.strip() else None
+
+
+def attributes(plan, path, mode, about):
+    """One change when ``path`` exists and is not root's with ``mode``."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    if (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) != (mode, 0, 0):
+        plan.change("%s attributes" % path, "%04o root:root" % mode, "%04o uid %d gid %d" % (
+            stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid), "chmod %04o %s; chown root:root %s" % (mode, path, path),
+            lambda: (os.chmod(path, mode), os.chown(path, 0, 0)), about=about)
 
 
 def run(module):
     folder, comment = module.params["dir"], module.params["comment"]
     private, public, pinned = (os.path.join(folder, n) for n in ("id_ed25519", "id_ed25519.pub", "known_hosts"))
+    # The pair is one object: a new one is as good as the old (the workers' entries follow it), so it is judged as a
+    # pair whose halves match, never by its bytes.
+    pair = ("key pair", private)
     plan = Plan(module)
     plan.manages("directory", folder, mode="0700", owner="root", group="root")
+    plan.manages("key pair", private, mode="0600", owner="root", group="root")
     if not os.path.isdir(folder):
         plan.change(folder, "folder 0700 root:root", "absent", "create %s" % folder,
                     lambda: (os.makedirs(folder, mode=0o700), os.chmod(folder, 0o700)), about=("directory", folder))
-    else:
-        st = os.stat(folder)
-        if (st.st_mode & 0o7777, st.st_uid, st.st_gid) != (0o700, 0, 0):
-            plan.change("%s attributes" % folder, "0700 root:root", "%04o uid %d gid %d" % (
-                st.st_mode & 0o7777, st.st_uid, st.st_gid), "chmod 0700 %s; chown root:root %s" % (folder, folder),
-                lambda: (os.chmod(folder, 0o700), os.chown(folder, 0, 0)), about=("directory", folder))
+    attributes(plan, folder, 0o700, ("directory", folder))
 
     state = {"public": public_of(module, private)}
 
@@ -128,13 +144,15 @@ def run(module):
     if state["public"] is None:
         plan.change(private, "an ed25519 key pair made on this node", "absent" if not os.path.exists(private) else
                     "not a private key", "ssh-keygen -t ed25519 -f %s (a new pair: the workers' authorized_keys "
-                    "follow)" % private, generate, about=("file", private))
-    plan.file_attributes(private, "0600")
-    pub_text = (state["public"] or "") + "\n"
-    if state["public"] is not None and read(public) != pub_text:
-        plan.change(public, "the private key's public half", "absent" if read(public) is None else "another key",
-                    "write %s" % public, lambda: write_file(public, pub_text, 0o644), about=("file", public))
-    plan.file_attributes(public, "0644")
+                    "follow)" % private, generate, about=pair)
+    else:
+        attributes(plan, private, 0o600, pair)
+        pub_text = state["public"] + "\n"
+        if read(public) != pub_text:
+            plan.change(public, "the private key's public half", "absent" if read(public) is None else "another key",
+                        "write %s" % public, lambda: write_file(public, pub_text, 0o644), about=pair)
+        else:
+            attributes(plan, public, 0o644, pair)
     wanted = "".join(line.strip() + "\n" for line in module.params["known_hosts"])
     found = read(pinned)
     if found != wanted:

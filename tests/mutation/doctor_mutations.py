@@ -96,6 +96,13 @@ MUTATIONS = {
         ("open a port by hand", lambda o: True, lambda o: "nft insert rule %s input tcp dport 9 accept" % o["name"]),
         ("delete the table", lambda o: True, lambda o: "nft delete table %s" % o["name"]),
     ],
+    # The head watchdog's key pair (watchdog_key): a new pair is as good as the old, so it reads as present, its mode
+    # and whether its halves match.
+    "key pair": [
+        ("delete", lambda o: True, lambda o: "rm -f %s %s.pub" % (q(o["name"]), q(o["name"]))),
+        ("mode", lambda o: True, lambda o: "chmod 0644 %s" % q(o["name"])),
+        ("another public half", lambda o: True, lambda o: "sed -i '1s/^/%s /' %s.pub" % (MARK, q(o["name"]))),
+    ],
     # One marked line of a file others share (root's authorized_keys): only that line is changed, never the file.
     "authorized_key": [
         ("remove the entry", lambda o: o.get("state") != "absent",
@@ -122,7 +129,12 @@ READ = {
                  '{{.HostConfig.RestartPolicy.Name}} {{.HostConfig.CpuShares}}\' "$N" 2>/dev/null || echo absent; '
                  'else echo docker down; fi',
     "nft_table": '(nft -s list table $N 2>/dev/null || echo absent) | sha256sum | cut -c1-16',
-    "authorized_key": 'grep " ds41f-watchdog$" "$N" 2>/dev/null | sha256sum | cut -c1-16',
+    # The line less its key, which follows the head's pair.
+    "authorized_key": 'grep " ds41f-watchdog$" "$N" 2>/dev/null '
+                      '| sed -E "s/ [a-z0-9-]+ [A-Za-z0-9+\\/=]+ ds41f/ KEY ds41f/" | sha256sum | cut -c1-16',
+    "key pair": 'if [ -e "$N" ]; then a=$(cat "$N" | ssh-keygen -y -f /dev/stdin 2>/dev/null | cut -d" " -f1,2); '
+                'b=$(cut -d" " -f1,2 "$N.pub" 2>/dev/null); echo "$(stat -c "%a %U:%G" "$N") '
+                '$([ -n "$a" ] && [ "$a" = "$b" ] && echo pair || echo mismatch)"; else echo absent; fi',
 }
 
 

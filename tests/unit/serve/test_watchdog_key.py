@@ -30,7 +30,7 @@ def test_the_pair_is_made_once_on_the_node_and_only_its_public_half_comes_back(t
     args = {"dir": str(folder), "known_hosts": PINNED, "comment": "ds41f-watchdog@dgx1"}
     planned = run(tmp_path, "watchdog_key", args, check_mode=True)
     assert planned["changed"] and planned["public_key"] == "" and not folder.exists()
-    assert objects(planned) == [("directory", str(folder)), ("file", str(folder / "id_ed25519")),
+    assert objects(planned) == [("directory", str(folder)), ("key pair", str(folder / "id_ed25519")),
                                 ("file", str(folder / "known_hosts"))]
     made = run(tmp_path, "watchdog_key", args)
     private = (folder / "id_ed25519").read_text()
@@ -47,9 +47,17 @@ def test_the_pair_is_made_once_on_the_node_and_only_its_public_half_comes_back(t
     # one object changed is one row about it
     (folder / "known_hosts").write_text(PINNED[0] + "\n")
     assert objects(run(tmp_path, "watchdog_key", args, check_mode=True)) == [("file", str(folder / "known_hosts"))]
+    # either half's mode, or a public half that is not the private one's: one row about the pair
+    (folder / "id_ed25519").chmod(0o644)
+    assert objects(run(tmp_path, "watchdog_key", args, check_mode=True)) == [
+        ("key pair", str(folder / "id_ed25519")), ("file", str(folder / "known_hosts"))]
+    run(tmp_path, "watchdog_key", args)
+    (folder / "id_ed25519.pub").write_text("# ds41f mutation " + public + "\n")
+    assert objects(run(tmp_path, "watchdog_key", args, check_mode=True)) == [("key pair", str(folder / "id_ed25519"))]
+    assert run(tmp_path, "watchdog_key", args)["public_key"] == public  # the same pair, its public half written again
     (folder / "id_ed25519").unlink()
     lost = run(tmp_path, "watchdog_key", args, check_mode=True)
-    assert lost["public_key"] == "" and ("file", str(folder / "id_ed25519")) in objects(lost)
+    assert lost["public_key"] == "" and objects(lost) == [("key pair", str(folder / "id_ed25519"))]
     remade = run(tmp_path, "watchdog_key", args)
     assert remade["public_key"] and remade["public_key"] != public  # a new pair: the workers' entries follow
 
@@ -91,5 +99,5 @@ def test_a_worker_whose_head_has_no_key_yet_names_the_heads_key_as_the_cause(tmp
             "authorized_keys": str(keys), "key_origin": ORIGIN}
     (row,) = run(tmp_path, "watchdog_access", args, check_mode=True)["drift"]
     assert row["object"] == {"kind": "authorized_key", "name": str(keys)}
-    assert row["cause"] == {"kind": "file", "name": "/etc/ds41f/serve/watchdog/id_ed25519", "node": "dgx1"}
+    assert row["cause"] == {"kind": "key pair", "name": "/etc/ds41f/serve/watchdog/id_ed25519", "node": "dgx1"}
     assert not keys.exists()
