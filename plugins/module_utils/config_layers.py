@@ -50,7 +50,8 @@ Entry = collections.namedtuple("Entry", "key name value path line")
 
 
 class Layout:
-    """One reader's folder: ``entries(host)`` in the order they take effect, ``own(text)`` of the stage's file."""
+    """One reader's folder: ``files(host)`` it reads and their ``entries(host, ours)`` in the order it reads them,
+    ``own(text)``: the entries of the stage's file (``ours``)."""
 
     reader = ""
     order = "last"  # "last": a later assignment wins; "first": the first one does (sshd)
@@ -403,7 +404,6 @@ class Overlay:
 
     def __init__(self, host, files):
         self.host, self.files = host, dict(files)
-        self.root = host.root
 
     def path(self, path):
         return self.host.path(path)

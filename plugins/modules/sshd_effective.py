@@ -12,9 +12,9 @@ description:
   - Reads C(sshd -T) (the configuration sshd computes from its files, every drop-in applied) and checks that each
     setting has the given value.
   - sshd keeps the first value it reads, so an earlier line of C(sshd_config) or an earlier drop-in can override
-    the one the host baseline writes. A setting that differs names, as its cause, the file that decides it: the
-    first that sets it (C(sshd_config) with its C(Include) globs read in place, lines after a C(Match) left out),
-    or O(path) when no file sets it. When sshd does not read O(path) at all (C(sshd_config) has no C(Include)
+    the one the host baseline writes. A setting that differs names, as its cause, the file that decides it (the
+    first that sets it, C(sshd_config) with its C(Include) globs read in place and lines after a C(Match) left
+    out), or O(path) when no file sets it. When sshd does not read O(path) at all (C(sshd_config) has no C(Include)
     of its folder), the entry says so and names no cause.
   - Outside check mode it fails, with one drift entry per setting that differs, when any does; in check mode (the
     doctor's audit) it returns those entries and does not fail.

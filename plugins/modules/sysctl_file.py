@@ -18,10 +18,10 @@ description:
   - Reads what systemd-sysctl computes at boot from every sysctl.d folder (C(/etc), C(/run), C(/usr/local/lib),
     C(/usr/lib), C(/lib); the files sorted by name, one per name, the later assignment wins). A line of another
     file that would set one of O(settings) to another value is a drift entry about that file (its object), and is
-    turned off: commented out under a line saying why, the rest of that file kept; a package's file under
+    turned off (commented out under a line saying why, the rest of that file kept); a package's file under
     C(/usr) or C(/lib) is replaced by an edited copy of the same name in C(/etc/sysctl.d). A running value that
     differs because of such a file names it as its cause. Each setting is declared as an object of kind
-    C(setting) (C(/etc/sysctl.d: kernel.panic)).
+    C(setting), named after the folder and the setting (C(/etc/sysctl.d) and C(kernel.panic)).
 options:
   path:
     description: The sysctl.d file.
