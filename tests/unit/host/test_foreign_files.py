@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import config_layers as layers
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import foreign_files
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift, foreign_files
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Host
 from ansible_collections.dgxspark.ds41f.plugins.modules import sshd_effective, sysctl_file
@@ -22,12 +22,12 @@ from tests.conftest import FIXTURES, ROOT
 from tests.mutation.doctor_mutations import other_value
 
 ROLE = ROOT / "roles" / "host_baseline"
-FIX = "ds41f run host_baseline"
 SSHD_MAIN = (FIXTURES / "config_layers" / "labnode-debian12" / "etc" / "ssh" / "sshd_config").read_text()
 
 
 def stage_files():
-    """(path, content) of every file the host baseline writes, as the role renders them (its SSH user: root)."""
+    """(path, content) of every file the host baseline writes into a folder a reader merges, as the role renders
+    them (its SSH user: root)."""
     values = yaml.safe_load((ROOT / "group_vars" / "all" / "host_baseline.yml").read_text())
     values.update(yaml.safe_load((ROLE / "vars" / "main.yml").read_text()))
     values.update(ansible_managed="Ansible managed", _host_baseline_memlock_users=["root"])
@@ -39,7 +39,7 @@ def stage_files():
 
     files = values["_host_baseline_files"] + ast.literal_eval(value(values["_host_baseline_protect_files"]))
     out = [(value(f["path"]), env.get_template(f["template"]).render(**dict(values, **f.get("vars", {}))))
-           for f in files]
+           for f in files if layers.layout_for(value(f["path"]))]
     out += [(values[path], sysctl_file.render(values[settings])) for path, settings in (
         ("_host_baseline_sysctl_recovery", "host_baseline_sysctl_recovery"),
         ("_host_baseline_sysctl_memory", "host_baseline_sysctl_memory"))]
@@ -92,7 +92,7 @@ def place(layout, wins):
 
 
 def audit(host, path, content, check_mode=True):
-    plan = Plan(Module(check_mode), fix=FIX)
+    plan = Plan(Module(check_mode))
     found = foreign_files.audit(plan, host, path, content)
     return plan, found
 
@@ -111,7 +111,10 @@ def test_a_foreign_file_that_wins_is_one_row_about_it_and_the_run_turns_off_its_
     plan, _ = audit(host, path, content)
     (row,) = plan.drift
     assert row["object"] == {"kind": "file", "name": foreign} and "cause" not in row
-    assert row["fix"] == FIX and row["setting"] == layout.label(mine)
+    assert row["setting"] == layout.label(mine) and row["action"].startswith("turn off line ")
+    # No command of its own: the doctor gives the stage's run, which turns the line off.
+    (shown,) = drift.rows_from_result("dgx2", "host_baseline", "files", {"drift": plan.drift})
+    assert shown["fix"] == "ds41f run host_baseline" and shown["object"] == dict(row["object"], node="dgx2")
     assert row["expected"] == "%s, as %s sets it" % (mine.value, path)
     assert row["found"].startswith("%s, in %s line " % (different(mine.value), foreign))
     assert {"kind": "setting", "name": "%s: %s" % (layout.folder, mine.name), "folder": layout.folder,
@@ -160,7 +163,7 @@ def test_a_running_sysctl_that_a_foreign_file_explains_names_it_as_its_cause(tmp
     """On bare metal the boot applied the foreign file: the running value's row is its echo and folds into it."""
     host = node(tmp_path)
     write(tmp_path, "/etc/sysctl.d/99-local.conf", "kernel.panic = 0\n")
-    plan = Plan(Module(True), fix=FIX)
+    plan = Plan(Module(True))
     found = foreign_files.audit(plan, host, "/etc/sysctl.d/95-ds41f-recovery.conf", "kernel.panic = 30\n")
     write(tmp_path, "/proc/sys/kernel/panic", "0\n")
     sysctl_file.live_values(None, plan, host, {"kernel.panic": 30}, False, [],
