@@ -75,8 +75,7 @@ class ActionModule(ActionBase):
             float(args.get("startup_gib", 5)), float(args.get("steady_gib", 3)),
             args.get("serve_fix", "ds41f run serve -e '{\"serve_replace\": true}'"),
             list(args.get("ignore_env", ["VLLM_API_KEY"])), head=head, guard_unit=args.get("guard_unit") or "",
-            served_names=list(args.get("served_names") or []), unchecked=unchecked,
-            sshd_wanted=plain(args.get("sshd")) or None)
+            served_names=list(args.get("served_names") or []), unchecked=unchecked)
         findings += self._exposure(hosts, hostvars, plain(args.get("exposure")) or {}, unchecked)
         paths = [c["cidr"] for c in cables if c["a"] in hosts and (c["b"] == "switch" or c["b"] in hosts)]
         result.update(changed=False, findings=findings, nodes=sorted(hosts), skipped_checks=unchecked,

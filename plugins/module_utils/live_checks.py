@@ -323,37 +323,6 @@ def api_findings(node, api, served_names, container_name):
 # -- settings a real Spark drifts on -----------------------------------------------------------------
 
 
-def parse_sshd_t(text):
-    """``sshd -T`` output as {keyword: value}: lower-case keywords, the first value of repeated ones kept in a
-    list only for keywords that repeat (listenaddress, ...)."""
-    out = {}
-    for line in (text or "").splitlines():
-        key, _, value = line.strip().partition(" ")
-        if not key:
-            continue
-        if key in out:
-            out[key] = (out[key] if isinstance(out[key], list) else [out[key]]) + [value]
-        else:
-            out[key] = value
-    return out
-
-
-def sshd(node, effective, wanted):
-    """The running sshd's effective settings (``sshd -T``) against the host baseline's (``host_baseline_sshd``):
-    sshd keeps the first value it reads, so an earlier line in sshd_config or another drop-in wins."""
-    if effective is None:
-        return []
-    out = []
-    for key, value in sorted((wanted or {}).items()):
-        found = effective.get(key.lower())
-        if str(found).lower() != str(value).lower():
-            out.append(finding(node, "host_baseline", "sshd effective %s (sshd -T)" % key, str(value), found,
-                               "remove the earlier setting of %s from /etc/ssh/sshd_config or another drop-in in "
-                               "/etc/ssh/sshd_config.d (sshd keeps the first value it reads), then systemctl reload "
-                               "ssh" % key))
-    return out
-
-
 def nvidia_drm(node, params):
     """nvidia-drm's module parameters (/sys/module/nvidia_drm/parameters): modeset and fbdev must be Y (a DGX OS
     package sets modeset=0, which breaks the display console and the driver's own memory reporting)."""
@@ -432,7 +401,7 @@ def alignment(readings, keys):
 
 
 def evaluate(hosts, cables, mtu, startup_gib, steady_gib, serve_fix, ignore_env=(), head=None, guard_unit="",
-             served_names=(), unchecked=None, sshd_wanted=None):
+             served_names=(), unchecked=None):
     """Every finding for the cluster. ``hosts``: {node: {"live": live_state's live, "node": ds41f_node}}.
     ``unchecked``, a list, receives the checks that could not be made, as ``{node, check, reason}``."""
     out = []
@@ -445,7 +414,6 @@ def evaluate(hosts, cables, mtu, startup_gib, steady_gib, serve_fix, ignore_env=
     out.extend(fabric(cables, links, pings, mtu))
     for node, h in sorted(hosts.items()):
         live = h["live"]
-        out.extend(sshd(node, live.get("sshd"), sshd_wanted))
         out.extend(nvidia_drm(node, live.get("nvidia_drm")))
         state = live.get("container")
         serving = bool(state and state.get("running"))

@@ -19,7 +19,8 @@ description:
   - The serving group's health, per rank - the engine container running, exited (exit code and last log
     lines) or absent, the memory guard active - and the head's API answering (C(/health), C(/v1/models)); a
     dead rank's fix restarts the whole group and says that it is disruptive.
-  - sshd's effective settings (C(sshd -T)) against O(sshd); nvidia-drm's modeset and fbdev parameters.
+  - nvidia-drm's modeset and fbdev parameters. (sshd's effective settings are read by the host baseline's audit,
+    M(dgxspark.ds41f.sshd_effective).)
   - Cross-node alignment of kernel, page size, driver, memory-saver srcversion, Secure Boot, governor, image ID
     and checkpoint manifest, as errors.
   - Never fails because of a finding; the verdict is M(dgxspark.ds41f.doctor_report)'s.
@@ -68,9 +69,6 @@ options:
         reading) is tried from the controller on the node's address, all at once with a 1.5 s timeout; a port
         that accepts and is neither SSH nor, on the head, the API is an error whose cause is the node's firewall
         table.
-    type: dict
-  sshd:
-    description: sshd settings (keyword to value) the running sshd's C(sshd -T) must show (C(host_baseline_sshd)).
     type: dict
   fail_on_error:
     description:

@@ -118,7 +118,6 @@ live:
     guard: {active: active, sub: running, result: success, pid: 812}
     api: {url: "http://127.0.0.1:8000", health: {ok: true, error: ""}, models: [deepseek-v4.1-flash],
           models_error: ""}
-    sshd: {permitrootlogin: without-password, passwordauthentication: "no"}
     env_files: {}
     image_id: null
     manifest_digest: null
@@ -144,7 +143,6 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils import (
     engine_state,
     exposure,
     launch,
-    live_checks,
 )
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import gpu, platform
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Unavailable, module_host
@@ -305,17 +303,6 @@ def api(url, key):
     return out
 
 
-def sshd_settings(module):
-    """sshd's effective settings (sshd -T reads the config and its drop-ins; it changes nothing)."""
-    sshd = module.get_bin_path("sshd", opt_dirs=["/usr/sbin"])
-    if sshd is None:
-        return None, "no sshd on this node"
-    rc, out, err = module.run_command([sshd, "-T"])
-    if rc != 0:
-        return None, "sshd -T failed: %s" % (err or out).strip()[:200]
-    return live_checks.parse_sshd_t(out), None
-
-
 def redacted_file(values, keep_env):
     """An env file's variables with secret-named values redacted as container_state redacts the container's."""
     if values is None:
@@ -430,9 +417,6 @@ def run(module):
         gpu_skip = [i["reason"] for i in skipped if i["check"] == "GPU clock latch"]
         skipped.append({"check": "nvidia-drm modeset", "reason": "nvidia_drm is not loaded%s" % (
             " (%s)" % gpu_skip[0].split(": ", 1)[-1] if gpu_skip else "")})
-    live["sshd"], why = sshd_settings(module)
-    if why:
-        skipped.append({"check": "sshd effective settings", "reason": why})
     image = docker_inspect(module, "image", spec["image"]) if spec and spec.get("image") and answering else None
     live["image_id"] = image.get("Id") if image else None
     info = read(p["model_info"]) if p["model_info"] else None

@@ -19,6 +19,14 @@ description:
     the old one; a file that does not validate fails the task and is never put in place.
   - O(directories) are the folders the stage owns; each is created when missing and given its mode and owner,
     before any file; a folder that differs is a drift entry of its own, as a file is.
+  - With O(overrides), a file in a folder that the system merges with others (C(/etc/sysctl.d),
+    C(/etc/modprobe.d), C(/etc/security/limits.d), C(/etc/ssh/sshd_config.d), C(/etc/systemd/system.conf.d), a
+    unit file or a drop-in under C(/etc/systemd/system)) is read as its reader reads it, the whole merge (every
+    folder and file it reads, in its order); a line of another file that changes a setting the file sets is a
+    drift entry about that file, and is turned off (commented out, under a line saying why; the rest of that
+    file is kept, and a package's file under C(/usr) or C(/lib) is replaced by an edited copy of the same name
+    in C(/etc)). The file's path is then in RV(changed_paths), so its follow-up work (a reload) runs.
+    Each setting is declared as an object of kind C(setting).
 options:
   files:
     description: The files; each has C(path), C(template) or C(content), and optionally C(mode) (default
@@ -41,6 +49,10 @@ options:
     description: The mode of parent folders it creates that O(directories) does not list.
     type: str
     default: "0755"
+  overrides:
+    description: Read the whole merge of each file's folder and turn off what overrides the file (see above).
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -72,6 +84,7 @@ EXAMPLES = r"""
     files:
       - {path: /etc/ssh/sshd_config.d/01-ds41f-recovery.conf, template: sshd.conf.j2, validate: /usr/sbin/sshd -t -f %s}
       - {path: /usr/local/libexec/ds41f-management-health, template: management-health.sh.j2, mode: "0755"}
+    overrides: true  # an earlier sshd_config.d file that sets LoginGraceTime is turned off
   register: written
 """
 
@@ -87,7 +100,8 @@ actions:
   type: list
   elements: str
 drift:
-  description: One entry per file that differs (setting, expected, found, fix).
+  description: One entry per file that differs (setting, expected, found, fix, object), and with O(overrides) one
+    per setting a foreign file overrides (its object that file).
   returned: always
   type: list
   elements: dict
@@ -101,7 +115,9 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import foreign_files
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Host
 
 FILE_KEYS = ("path", "content", "mode", "owner", "group", "validate")
 DIRECTORY_KEYS = ("path", "mode", "owner", "group")
@@ -186,7 +202,8 @@ def converge_directory(module, plan, raw, i):
     try:
         stat = os.stat(path)
     except FileNotFoundError:
-        plan.change(path, want, "absent", "create folder %s" % path, lambda: make_directory(spec))
+        plan.change(path, want, "absent", "create folder %s" % path, lambda: make_directory(spec),
+                    about=("directory", path))
         return True
     if not os.path.isdir(path):
         module.fail_json(msg="directories[%d].path: %s is not a folder. Fix: move it away, or give another path." % (
@@ -194,7 +211,8 @@ def converge_directory(module, plan, raw, i):
     have = "folder %04o %s:%s" % (stat.st_mode & 0o7777, pwd.getpwuid(stat.st_uid).pw_name,
                                   grp.getgrgid(stat.st_gid).gr_name)
     if have != want:
-        plan.change("%s attributes" % path, want, have, "chmod/chown %s" % path, lambda: set_attributes(spec))
+        plan.change("%s attributes" % path, want, have, "chmod/chown %s" % path, lambda: set_attributes(spec),
+                    about=("directory", path))
         return True
     return False
 
@@ -204,6 +222,7 @@ MODULE_SPEC = dict(argument_spec={
     "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
     "directories": {"type": "list", "elements": "dict", "default": []},
     "directory_mode": {"type": "str", "default": "0755"},
+    "overrides": {"type": "bool", "default": False},
 }, supports_check_mode=True)
 
 
@@ -231,20 +250,25 @@ def run(module):
         if module.params["state"] == "absent":
             plan.manages("file", path, state="absent")
             if content is not None:
-                plan.change(path, None, "present", "remove %s" % path, lambda p=path: os.unlink(p))
+                plan.change(path, None, "present", "remove %s" % path, lambda p=path: os.unlink(p),
+                            about=("file", path))
                 changed.append(path)
             continue
         plan.manages("file", path, mode=spec["mode"], owner=spec["owner"], group=spec["group"])
         if content != spec["content"]:
             expected, found = first_difference(spec["content"], content)
             plan.change(path, expected, found, "write %s" % path,
-                        lambda s=spec: write(module, s, module.params["directory_mode"]))
+                        lambda s=spec: write(module, s, module.params["directory_mode"]), about=("file", path))
             plan.diffs[-1].update(before=content or "", after=spec["content"])
             changed.append(path)
         elif (mode, owner, group) != (spec["mode"], spec["owner"], spec["group"]):
             plan.change("%s attributes" % path, "%s %s:%s" % (spec["mode"], spec["owner"], spec["group"]),
                         "%s %s:%s" % (mode, owner, group), "chmod/chown %s" % path,
-                        lambda s=spec: set_attributes(s))
+                        lambda s=spec: set_attributes(s), about=("file", path))
+            changed.append(path)
+        # After the file itself: what overrides it is turned off once it is in place.
+        if module.params["overrides"] and foreign_files.audit(plan, Host("/"), path, spec["content"]) \
+                and path not in changed:
             changed.append(path)
     module.exit_json(**plan.result(changed_paths=changed))
 

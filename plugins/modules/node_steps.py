@@ -115,6 +115,7 @@ def _payload():  # pragma: no cover
     from ansible_collections.dgxspark.ds41f.plugins.module_utils import (  # noqa: F401
         args,
         boot_markers,
+        config_layers,
         converge,
         docker_daemon,
         engine_progress,
@@ -122,6 +123,7 @@ def _payload():  # pragma: no cover
         exposure,
         fabric_check,
         firewall,
+        foreign_files,
         fragmentation,
         kernel_plan,
         launch,

@@ -15,6 +15,13 @@ description:
     not applied (container) and never writes it. C(net.) settings belong to the node's network namespace and
     are applied everywhere.
   - With O(state=absent) the file is removed and, on bare metal, the running values named in O(revert) are set.
+  - Reads what systemd-sysctl computes at boot from every sysctl.d folder (C(/etc), C(/run), C(/usr/local/lib),
+    C(/usr/lib), C(/lib); the files sorted by name, one per name, the later assignment wins). A line of another
+    file that would set one of O(settings) to another value is a drift entry about that file (its object), and is
+    turned off (commented out under a line saying why, the rest of that file kept); a package's file under
+    C(/usr) or C(/lib) is replaced by an edited copy of the same name in C(/etc/sysctl.d). A running value that
+    differs because of such a file names it as its cause. Each setting is declared as an object of kind
+    C(setting), named after the folder and the setting (C(/etc/sysctl.d) and C(kernel.panic)).
 options:
   path:
     description: The sysctl.d file.
@@ -78,7 +85,8 @@ actions:
   type: list
   elements: str
 drift:
-  description: Differences found (setting, expected, found, fix).
+  description: Differences found (setting, expected, found, fix, object; a running value's cause when a foreign
+    file explains it).
   returned: always
   type: list
   elements: dict
@@ -95,6 +103,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import foreign_files
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan, write_file
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import platform
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import module_host
@@ -114,7 +123,8 @@ def namespaced(key):
     return key.startswith("net.")
 
 
-def live_values(module, plan, host, values, container, not_applied):
+def live_values(module, plan, host, values, container, not_applied, causes=None):
+    """Set the running values that differ; ``causes``: {setting: the foreign file that sets it otherwise}."""
     for key, value in values.items():
         want = str(value)
         if container and not namespaced(key):
@@ -129,7 +139,9 @@ def live_values(module, plan, host, values, container, not_applied):
             def apply(key=key, want=want):
                 with open(proc_path(key), "w") as handle:
                     handle.write(want)
-            plan.change("%s (running)" % key, want, found, "sysctl -w %s=%s" % (key, want), apply)
+            cause = (causes or {}).get(key)
+            plan.change("%s (running)" % key, want, found, "sysctl -w %s=%s" % (key, want), apply,
+                        about=("sysctl", key), cause=("file", cause) if cause else None)
 
 
 MODULE_SPEC = dict(
@@ -157,13 +169,17 @@ def run(module):
             module.fail_json(msg="settings: empty. Fix: name at least one setting, or use state: absent.")
         wanted = render(p["settings"])
         if current != wanted:
-            plan.change(p["path"], wanted, current, "write %s" % p["path"], lambda: write_file(p["path"], wanted))
+            plan.change(p["path"], wanted, current, "write %s" % p["path"], lambda: write_file(p["path"], wanted),
+                        about=("file", p["path"]))
         plan.file_attributes(p["path"], "0644")
+        foreign = foreign_files.audit(plan, host, p["path"], wanted)
         if p["apply"]:
-            live_values(module, plan, host, p["settings"], container, not_applied)
+            live_values(module, plan, host, p["settings"], container, not_applied,
+                        {mine.name: real for mine, _, real in foreign})
     else:
         if current is not None:
-            plan.change(p["path"], None, current, "remove %s" % p["path"], lambda: os.remove(p["path"]))
+            plan.change(p["path"], None, current, "remove %s" % p["path"], lambda: os.remove(p["path"]),
+                        about=("file", p["path"]))
         if p["apply"]:
             keys = p["settings"] or p["revert"]
             live_values(module, plan, host, {k: p["revert"][k] for k in keys if k in p["revert"]}, container,

@@ -97,6 +97,9 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
 
 ENABLED = ("enabled", "enabled-runtime")
+# A masked unit (a link to /dev/null in /etc or /run/systemd/system) refuses enable and start: unmask it first.
+UNMASK = {"masked": ["unmask"], "masked-runtime": ["unmask", "--runtime"]}
+MASK = {"masked": ["mask", "--now"], "masked-runtime": ["mask", "--runtime", "--now"]}
 
 
 class Systemd:
@@ -171,8 +174,14 @@ def policy_changes(module, systemd, record, absent_units, plan=None):
             started = active or state.get("ConditionResult") == "no"
             if file_state not in ENABLED or not started:
                 units.setdefault(unit, {"file": file_state or "not-found", "active": active})
-                changes.append((unit, "enabled, active", describe(state), "systemctl enable --now %s" % unit,
-                                lambda unit=unit: (systemd.run("daemon-reload"), systemd.run("enable", "--now", unit))))
+                steps = ([UNMASK[file_state] + [unit]] if file_state in UNMASK else []) + [["enable", "--now", unit]]
+
+                def enable(steps=steps):
+                    systemd.run("daemon-reload")
+                    for args in steps:
+                        systemd.run(*args)
+                changes.append((unit, "enabled, active", describe(state),
+                                "; ".join("systemctl " + " ".join(a) for a in steps), enable))
             continue
         if state.get("LoadState") == "not-found" and state.get("UnitFileState") != "masked":
             absent_units.append(unit)
@@ -198,21 +207,27 @@ def restore(module, plan, systemd, record):
     for unit, before in sorted(units.items()):
         state = states.get(unit, {})
         steps = []
-        if before["file"] not in ENABLED + ("masked",) and state.get("UnitFileState") in ENABLED:
-            steps.append(["disable", "--now", unit])  # a unit this policy enabled
-        if state.get("UnitFileState") == "masked" and before["file"] != "masked":
-            steps.append(["unmask", unit])
-        if before["file"] in ENABLED and state.get("UnitFileState") != before["file"]:
-            steps.append(["enable", unit])
-        if before["active"] and state.get("ActiveState") != "active":
-            steps.append(["start", unit])
+        if before["file"] in MASK:  # a masked unit the policy unmasked and enabled is disabled and masked again
+            if state.get("UnitFileState") != before["file"]:
+                steps += ([["disable", unit]] if state.get("UnitFileState") in ENABLED else []) + [
+                    MASK[before["file"]] + [unit]]
+        else:
+            if before["file"] not in ENABLED and state.get("UnitFileState") in ENABLED:
+                steps.append(["disable", "--now", unit])  # a unit this policy enabled
+            if state.get("UnitFileState") == "masked" and before["file"] != "masked":
+                steps.append(["unmask", unit])
+            if before["file"] in ENABLED and state.get("UnitFileState") != before["file"]:
+                steps.append(["enable", unit])
+            if before["active"] and state.get("ActiveState") != "active":
+                steps.append(["start", unit])
         if steps:
             def run(steps=steps):
                 for args in steps:
                     systemd.run(*args)
             plan.change(unit, describe({"UnitFileState": before["file"],
                                         "ActiveState": "active" if before["active"] else "inactive"}),
-                        describe(state), "; ".join("systemctl " + " ".join(a) for a in steps), run)
+                        describe(state), "; ".join("systemctl " + " ".join(a) for a in steps), run,
+                        about=("unit", unit))
     previous = record.get("default_target")
     if previous and systemd.default() != previous:
         plan.change("default target", previous, systemd.default(), "systemctl set-default %s" % previous,
@@ -245,8 +260,9 @@ def run(module):
         if changes and after != before:  # the prior states are on disk before anything changes
             plan.change(p["record"], after, before, "record prior states in %s" % p["record"],
                         lambda: save_record(p["record"], record), row=False)
+        units = p["enable"] + p["disable"] + p["mask"]
         for change in changes:
-            plan.change(*change)
+            plan.change(*change, about=("unit", change[0]) if change[0] in units else None)
     else:
         restore(module, plan, systemd, record)
         if exists:

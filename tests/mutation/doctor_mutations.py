@@ -3,7 +3,9 @@
 ``managed``) and check that the doctor names it.
 
 For each object, one change at a time (and, with --sets, random sets of five at once):
-  - the doctor exits 1 with exactly one row naming the object on its node, and no other row;
+  - the doctor exits 1 with exactly one row naming the object on its node, and no other row (a setting a stage
+    writes into a merged folder, kind ``setting``, is changed by a foreign file dropped where it wins: the row
+    must name that file);
   - that row has a fix, and the fix (its ``ds41f run`` command, else the row's stage) repairs it;
   - the doctor changed nothing on any node (every managed object reads the same before and after it);
   - after the fix the doctor is clean and every object reads as before the change.
@@ -35,6 +37,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "collections"))  # the collection's own syntax for each folder's files
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.config_layers import render  # noqa: E402
+
 MARK = "# ds41f mutation"
 OTHER_IMAGE = "ds41f-mutation:other"  # the image a moved tag names
 
@@ -57,8 +62,16 @@ MUTATIONS = {
         ("stop", lambda o: (o.get("policy") == "enable" and o.get("runs", True)) or o.get("policy") == "running",
          lambda o: "systemctl stop %s" % q(o["name"])),
         ("disable", lambda o: o.get("policy") == "enable", lambda o: "systemctl disable %s" % q(o["name"])),
+        ("mask", lambda o: o.get("policy") == "enable", lambda o: "systemctl mask %s" % q(o["name"])),
         ("unmask and enable", lambda o: o.get("policy") in ("mask", "disable"),
          lambda o: "systemctl unmask %s; systemctl enable %s" % (q(o["name"]), q(o["name"]))),
+    ],
+    # A setting of a stage's file in a folder its reader merges (sysctl.d, sshd_config.d, modprobe.d, limits.d, a
+    # unit's drop-ins): a foreign file where it wins (after the stage's file, before it for sshd) sets another value.
+    "setting": [
+        ("foreign file", lambda o: other_value(o["value"]) is not None,
+         lambda o: "mkdir -p %s && printf %%s %s > %s" % (q(o["folder"]), q(render(o["layout"], o["key"], other_value(
+             o["value"]))), q(foreign_file(o)))),
     ],
     "sysctl": [
         ("value", lambda o: other_sysctl(o["value"]) is not None,
@@ -135,6 +148,10 @@ READ = {
     "key pair": 'if [ -e "$N" ]; then a=$(cat "$N" | ssh-keygen -y -f /dev/stdin 2>/dev/null | cut -d" " -f1,2); '
                 'b=$(cut -d" " -f1,2 "$N.pub" 2>/dev/null); echo "$(stat -c "%a %U:%G" "$N") '
                 '$([ -n "$a" ] && [ "$a" = "$b" ] && echo pair || echo mismatch)"; else echo absent; fi',
+    # What every file of the folder sets ($F), comments and [Section] heads left out: a line turned off reads as
+    # before it was added.
+    "setting": 'cat "$F"/*.conf 2>/dev/null | grep -Ev "^[[:space:]]*([#;]|\\[.*\\][[:space:]]*$|$)" | sort | sha256sum'
+               ' | cut -c1-16',
 }
 
 
@@ -152,6 +169,33 @@ def other_sysctl(value):
         return None
     first = int(parts[0])
     return " ".join([str(0 if first else 1) if first in (0, 1) else str(first + 1)] + parts[1:])
+
+
+def other_value(value):
+    """Another value of the same form: 0 and 1 swapped, else the first number in it one more (-900 -899, 64:30:128
+    65:30:128, 128M 129M, 30s 31s), unlimited 1024; None for a value without a number (a word, a path)."""
+    text = str(value)
+    if text.lower() in ("unlimited", "infinity"):
+        return "1024"
+    if text in ("0", "1"):
+        return "1" if text == "0" else "0"
+    found = re.search(r"(?<![\w.-])-?\d+", text)  # a number of its own, not the 41 of a name (ds41f)
+    if not found:
+        return None
+    return text[:found.start()] + str(int(found.group()) + 1) + text[found.end():]
+
+
+def foreign_file(obj):
+    """Where a file nobody declared wins over the stage's in its folder: first for sshd, last for the others."""
+    name = "00-foreign-mutation.conf" if obj["order"] == "first" else "zz-foreign-mutation.conf"
+    return "%s/%s" % (obj["folder"], name)
+
+
+def named(obj):
+    """The object the doctor's row must name for a change of ``obj``: the foreign file for a setting, else itself."""
+    if obj["kind"] == "setting":
+        return dict(obj, kind="file", name=foreign_file(obj))
+    return obj
 
 
 def key(obj):
@@ -201,7 +245,8 @@ class Lab:
         nodes = sorted({o["node"] for o in objects})
         for node in nodes:
             mine = [o for o in objects if o["node"] == node]
-            script = "; ".join('N=%s; printf "%%s\\n" "$(%s)"' % (q(o["name"]), READ[o["kind"]]) for o in mine)
+            script = "; ".join('N=%s; F=%s; printf "%%s\\n" "$(%s)"' % (q(o["name"]), q(o.get("folder", "")),
+                                                                         READ[o["kind"]]) for o in mine)
             rc, stdout, stderr = self.sh(node, script)
             lines = stdout.split("\n")
             for i, o in enumerate(mine):
@@ -274,10 +319,10 @@ def trial(lab, objects, clean, chosen, pending=()):
     seconds = time.monotonic() - started
     after = lab.snapshot(objects)
     rows = doc.get("rows") or []
-    others = [r for r in rows if not any(names(r, res["object"]) for res in applied)]
+    others = [r for r in rows if not any(names(r, named(res["object"])) for res in applied)]
     settle(pending, others)
     for res in applied:
-        mine = [r for r in rows if names(r, res["object"])]
+        mine = [r for r in rows if names(r, named(res["object"]))]
         res.update(rows=mine, other_rows=others, doctor_s=round(seconds, 1))
         stage, extra, how = repair_stage(mine[0] if mine else None, res["object"]["stage"])
         res["repair"] = {"stage": stage, "extra": extra, "how": how}
@@ -304,6 +349,8 @@ def trial(lab, objects, clean, chosen, pending=()):
     for res in applied:
         o = res["object"]
         res["checks"]["the fix repairs it"] = repaired[key(o)] == clean[key(o)] and res["repair"]["rc"] == 0
+        if o["kind"] == "setting":  # the foreign file, its line turned off by the fix, is the test's own: it goes
+            lab.sh(o["node"], "rm -f %s" % q(foreign_file(o)))
     if repaired != clean or others:  # leave the lab converged for the next trial
         lab.run("site")
     return results, applied

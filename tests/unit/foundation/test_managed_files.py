@@ -31,7 +31,7 @@ def test_writes_what_differs_then_nothing_and_check_mode_writes_nothing(tmp_path
     planned = run(tmp_path, files, check_mode=True)
     assert planned["changed"] and planned["changed_paths"] == [str(new)] and not new.exists()
     assert planned["drift"] == [{"setting": str(new), "expected": "present", "found": "absent",
-                                 "fix": None, "action": "write %s" % new}]
+                                 "fix": None, "action": "write %s" % new, "object": {"kind": "file", "name": str(new)}}]
 
     done = run(tmp_path, files)
     assert done["changed_paths"] == [str(new)] and new.read_text() == "#!/bin/sh\n"
@@ -85,7 +85,8 @@ def test_folders_are_created_first_then_left_alone_and_check_mode_creates_none(t
     planned = run(tmp_path, files, check_mode=True, directories=directories)
     assert planned["changed_paths"] == [str(folder), str(conf)] and not folder.exists()
     assert planned["drift"][0] == {"setting": str(folder), "expected": "folder 0750 %s:%s" % me, "found": "absent",
-                                   "fix": None, "action": "create folder %s" % folder}
+                                   "fix": None, "action": "create folder %s" % folder,
+                                   "object": {"kind": "directory", "name": str(folder)}}
 
     done = run(tmp_path, files, directories=directories)
     assert done["changed_paths"] == [str(folder), str(conf)] and conf.read_text() == "{}\n"
@@ -106,7 +107,8 @@ def test_a_folder_with_another_mode_is_drift_of_its_own(tmp_path):
     planned = run(tmp_path, [], check_mode=True, directories=directories)
     assert planned["drift"] == [{"setting": "%s attributes" % folder, "expected": "folder 0755 %s:%s" % me,
                                  "found": "folder 0700 %s:%s" % me, "fix": None,
-                                 "action": "chmod/chown %s" % folder}]
+                                 "action": "chmod/chown %s" % folder,
+                                 "object": {"kind": "directory", "name": str(folder)}}]
     assert oct(folder.stat().st_mode & 0o777) == "0o700"
     assert run(tmp_path, [], directories=directories)["changed_paths"] == [str(folder)]
     assert oct(folder.stat().st_mode & 0o777) == "0o755"

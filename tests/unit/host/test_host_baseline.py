@@ -102,6 +102,21 @@ def test_the_record_of_prior_states_goes_with_the_unit_change_in_the_diff_and_is
     assert not record.exists()  # check mode
 
 
+def test_a_masked_unit_the_policy_enables_is_unmasked_first_and_the_revert_masks_it_again():
+    """systemctl enable refuses a masked unit (apt-daily.timer is masked on the recorded node): the change unmasks it,
+    its row is about the unit, and the record puts the mask back."""
+    actions, record, _ = changes_for({"enable": ["apt-daily.timer"]})
+    assert actions == {"apt-daily.timer": "systemctl unmask apt-daily.timer; systemctl enable --now apt-daily.timer"}
+    assert record["units"] == {"apt-daily.timer": {"file": "masked", "active": False}}
+    enabled = RECORDED.replace("Id=apt-daily.timer\nLoadState=masked\nActiveState=inactive\nUnitFileState=masked",
+                               "Id=apt-daily.timer\nLoadState=loaded\nActiveState=active\nUnitFileState=enabled")
+    module = FakeModule({}, enabled)
+    plan = unit_policy.Plan(module)
+    unit_policy.restore(module, plan, unit_policy.Systemd(module), record)
+    assert plan.actions == ["systemctl disable apt-daily.timer; systemctl mask --now apt-daily.timer"]
+    assert plan.drift[0]["object"] == {"kind": "unit", "name": "apt-daily.timer"}
+
+
 @pytest.mark.parametrize("name, value", [("nvme-get-feature-8-dgx-os-default.txt", 0x107),
                                          ("nvme-get-feature-8-off.txt", 0)])
 def test_nvme_interrupt_coalescing_value(name, value):

@@ -81,12 +81,20 @@ def test_sshd_effective_passes_when_every_setting_is_in_force(tmp_path):
     assert not done.get("failed") and done["differing"] == [] and done["changed"] is False
 
 
-def test_sshd_effective_names_an_overridden_setting_and_the_fix(tmp_path):
+def test_sshd_effective_reports_an_overridden_setting_in_check_mode_and_fails_a_run(tmp_path):
+    """Check mode (the doctor's audit) returns the row; a run stops on it. Which file decides the setting is
+    test_sshd_config's (it reads files, not this machine's /etc/ssh)."""
     sshd = program(tmp_path / "bin", "sshd", "printf 'logingracetime 99\\nlogingracetime 30\\n'\n")
-    done = run(tmp_path, "sshd_effective", {"sshd": str(sshd), "settings": {"LoginGraceTime": 30}}, check_mode=True)
-    assert done["failed"] and done["differing"] == ["LoginGraceTime"]
-    assert "sshd -T does not show LoginGraceTime 30 (it shows 99)" in done["msg"] and "Fix: remove" in done["msg"]
-    assert done["drift"][0]["setting"] == "sshd effective LoginGraceTime" and done["drift"][0]["found"] == "99"
+    args = {"sshd": str(sshd), "settings": {"LoginGraceTime": 30}}
+    checked = run(tmp_path, "sshd_effective", args, check_mode=True)
+    assert not checked.get("failed") and checked["differing"] == ["LoginGraceTime"]
+    (row,) = checked["drift"]
+    assert (row["setting"], row["expected"], row["object"]) == (
+        "sshd effective LoginGraceTime", "30", {"kind": "sshd", "name": "LoginGraceTime"})
+    assert row["found"].startswith("99 (sshd -T)")
+    done = run(tmp_path, "sshd_effective", args)
+    assert done["failed"] and "sshd -T does not show LoginGraceTime 30 (it shows 99)" in done["msg"]
+    assert done["drift"] == checked["drift"]
 
 
 def test_sshd_effective_fails_with_sshds_own_error(tmp_path):

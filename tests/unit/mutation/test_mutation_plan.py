@@ -23,8 +23,8 @@ def applicable(obj):
 def test_each_kind_gets_the_changes_that_make_sense_for_it():
     assert applicable(FILE) == ["delete", "edit one line", "mode", "owner"]
     assert applicable(dict(FILE, state="absent")) == ["create"]
-    assert applicable(UNIT) == ["stop", "disable"]
-    assert applicable(dict(UNIT, runs=False)) == ["disable"]  # a unit whose condition is false never runs
+    assert applicable(UNIT) == ["stop", "disable", "mask"]
+    assert applicable(dict(UNIT, runs=False)) == ["disable", "mask"]  # a unit whose condition is false never runs
     assert applicable(dict(UNIT, policy="mask")) == ["unmask and enable"]
     assert applicable(dict(UNIT, policy="running")) == ["stop"]  # started by its stage, not at boot (the guard)
     assert applicable(LINK) == ["down", "mtu", "address"]
@@ -100,7 +100,7 @@ def test_the_fix_of_a_row_is_its_ds41f_run_command_else_its_stage():
 def test_trials_every_change_once_a_sample_or_sets_of_five_distinct_objects():
     objects = [FILE, UNIT, LINK, SYSCTL, dict(FILE, node="dgx1"), dict(LINK, node="dgx4")]
     every = dm.plan_trials(objects, 0, 0, random.Random(1))
-    assert len(every) == 4 + 2 + 3 + 1 + 4 + 3 and all(len(t) == 1 for t in every)
+    assert len(every) == 4 + 3 + 3 + 1 + 4 + 3 and all(len(t) == 1 for t in every)
     assert len(dm.plan_trials(objects, 3, 0, random.Random(1))) == 3
     (group,) = dm.plan_trials(objects, 3, 1, random.Random(1))[3:]
     assert len(group) == 5 and len({dm.key(o) for o, _ in group}) == 5
@@ -239,3 +239,37 @@ def test_a_row_the_change_hid_is_looked_at_after_its_fix_and_its_own_fix_run():
     assert result["follow_up"]["rows"] == ["dgx2 container spark-ds41f: exited"]
     assert result["follow_up"]["ran"] == [{"stage": "serve", "extra": ("-e", '{"serve_replace": true}'), "rc": 0}]
     assert lab.rank == "running"
+
+
+# A setting the host baseline writes into a merged folder, as sysctl_file and managed_files declare it.
+SETTINGS = [
+    {"node": "dgx2", "stage": "host_baseline", "kind": "setting", "name": "/etc/sysctl.d: kernel.panic",
+     "folder": "/etc/sysctl.d", "order": "last", "layout": "sysctl", "key": "kernel.panic", "value": "30"},
+    {"node": "dgx3", "stage": "host_baseline", "kind": "setting", "name": "/etc/ssh/sshd_config.d: MaxStartups",
+     "folder": "/etc/ssh/sshd_config.d", "order": "first", "layout": "sshd", "key": "MaxStartups",
+     "value": "64:30:128"},
+    {"node": "dgx1", "stage": "host_baseline", "kind": "setting",
+     "name": "/etc/systemd/system/ssh.service.d: [Service] MemoryMin", "folder": "/etc/systemd/system/ssh.service.d",
+     "order": "last", "layout": "systemd", "key": "[Service] MemoryMin", "value": "128M"},
+]
+
+
+def test_a_setting_is_changed_by_a_foreign_file_where_it_wins_and_the_row_must_name_that_file():
+    sysctl, sshd, unit = SETTINGS
+    assert [dm.foreign_file(o) for o in SETTINGS] == [
+        "/etc/sysctl.d/zz-foreign-mutation.conf", "/etc/ssh/sshd_config.d/00-foreign-mutation.conf",
+        "/etc/systemd/system/ssh.service.d/zz-foreign-mutation.conf"]
+    (change,) = dm.MUTATIONS["setting"]
+    assert change[2](sysctl) == ("mkdir -p /etc/sysctl.d && printf %s 'kernel.panic = 31\n' > "
+                                 "/etc/sysctl.d/zz-foreign-mutation.conf")
+    assert "'MaxStartups 65:30:128\n'" in change[2](sshd) and "'[Service]\nMemoryMin=129M\n'" in change[2](unit)
+    row = {"node": "dgx3", "setting": "MaxStartups (sshd)", "found": "65:30:128, in ...",
+           "object": {"node": "dgx3", "kind": "file", "name": "/etc/ssh/sshd_config.d/00-foreign-mutation.conf"}}
+    assert dm.names(row, dm.named(sshd)) and not dm.names(row, sshd)
+    assert not dm.names(row, dm.named(dict(sshd, node="dgx2")))
+    assert not change[1](dict(unit, value="/usr/local/libexec/ds41f-management-health"))  # no number to change
+
+
+def test_another_value_keeps_the_form_of_the_value():
+    assert [dm.other_value(v) for v in ("0", "1", "30", "-900", "64:30:128", "128M", "40s", "unlimited", "yes")] == [
+        "1", "0", "31", "-899", "65:30:128", "129M", "41s", "1024", None]

@@ -439,7 +439,6 @@ ACTION_CASES = [
     ("alignment without keys", "alignment", {"fact": "ds41f_node"}, "keys"),
     ("alignment with an unknown option", "alignment", {"keys": ["a"], "fcat": "x"}, "fcat"),
     ("doctor_checks guard a word", "doctor_checks", {"startup_gib": "lots"}, "startup_gib"),
-    ("doctor_checks sshd a list", "doctor_checks", {"sshd": ["LoginGraceTime"]}, "sshd"),
     ("doctor_report unknown option", "doctor_report", {"report": "/tmp/x"}, "report"),
     ("serve_preflight master_port a word", "serve_preflight", {"release": "r", "image": "i", "master_port": "high"},
      "master_port"),

@@ -186,15 +186,6 @@ def test_an_engine_whose_container_runs_but_whose_api_does_not_answer():
 # -- what a real Spark drifts on ------------------------------------------------------------------
 
 
-def test_sshd_effective_settings_from_sshd_t():
-    wanted = {"LoginGraceTime": 30, "MaxStartups": "64:30:128", "PerSourceMaxStartups": 32}  # host_baseline_sshd
-    good = live_checks.parse_sshd_t((DOCTOR / "sshd" / "sshd-T-baseline.txt").read_text())
-    assert live_checks.sshd("dgx1", good, wanted) == []
-    bad = live_checks.parse_sshd_t((DOCTOR / "sshd" / "sshd-T-earlier-dropin.txt").read_text())
-    [f] = live_checks.sshd("dgx1", bad, wanted)
-    assert f["setting"] == "sshd effective LoginGraceTime (sshd -T)" and f["found"] == "120" and f["expected"] == "30"
-
-
 def test_nvidia_drm_modeset_off():
     folder = DOCTOR / "nvidia_drm" / "modeset-off"  # as /sys/module/nvidia_drm/parameters reads
     params = {f.name: f.read_text().strip() for f in folder.iterdir()}
