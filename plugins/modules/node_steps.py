@@ -121,6 +121,7 @@ def _payload():  # pragma: no cover
         engine_state,
         exposure,
         fabric_check,
+        fabric_strays,
         firewall,
         fragmentation,
         kernel_plan,

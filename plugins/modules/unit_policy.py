@@ -245,8 +245,8 @@ def run(module):
         if changes and after != before:  # the prior states are on disk before anything changes
             plan.change(p["record"], after, before, "record prior states in %s" % p["record"],
                         lambda: save_record(p["record"], record), row=False)
-        for change in changes:
-            plan.change(*change)
+        for change in changes:  # each row names its unit as data (a cable check names the far end's lldpd)
+            plan.change(*change, about=None if change[0] == "default target" else ("unit", change[0]))
     else:
         restore(module, plan, systemd, record)
         if exists:
