@@ -62,17 +62,18 @@ class Plan:
         return self.module.check_mode
 
     def change(self, setting, expected, found, action, apply=None, fix=None, row=True, about=None, cause=None,
-               diff=None):
+               diff=None, path=None):
         """Record one difference and the action that removes it; run ``apply`` unless in check mode. ``row=False``:
         bookkeeping that only goes with the changes beside it (a record of the prior states they replace), so its
         action and diff, and no drift row of its own (the changes' rows are the causes). ``about``: the object
         the row is about ((kind, name[, node]) or ``obj``); ``cause``: for a consequence, the object whose own
         row explains it (the doctor then shows only that row). ``diff``: (before, after) when the diff should show
-        more than the row's found and expected (a whole table beside the row's summary of it)."""
+        more than the row's found and expected (a whole table beside the row's summary of it). ``path``: the fabric
+        path (its CIDR) the row concerns, for the doctor's picture and its folding of that path's failed pings."""
         if row:
             entry = {"setting": setting, "expected": expected, "found": found, "fix": fix or self.fix,
                      "action": action}
-            for key, value in (("object", _object(about)), ("cause", _object(cause))):
+            for key, value in (("object", _object(about)), ("cause", _object(cause)), ("path", path)):
                 if value:
                     entry[key] = value
             self.drift.append(entry)

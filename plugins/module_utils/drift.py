@@ -22,8 +22,6 @@ import json
 import os
 import time
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils.fabric_check import NO_NEIGHBOUR
-
 SEVERITIES = ("error", "warn")
 COLUMNS = ("node", "stage", "setting", "expected", "found", "fix")
 REPORT_DIR_ENV = "DS41F_REPORT_DIR"
@@ -193,13 +191,18 @@ def is_silent(msg):
     return any(word in text for word in _SILENT) and "refused" not in text and "no route" not in text
 
 
+def node_object(node):
+    """The object of a node's connection row: a consequence whose cause lies on that node (its lldpd, its end of a
+    path) folds into this one row, so a frozen node is one row, not one more per neighbour."""
+    return {"kind": "node", "name": node}
+
+
 def silent_row(node, task_name, seconds, seen):
-    """A node that connected but no longer answers (a frozen node): one row, whatever stage met it."""
+    """A node that connected but no longer answers (a frozen node: its kernel takes connections, its processes do not
+    answer): one row, whatever stage met it."""
     found = "connected, no reply in %s s" % (seconds if seconds else "the budget of")
-    out = row(node, "connection", "the node answers (%s)" % task_name, "a reply within %s s" % (seconds or "?"),
-              "%s (%s)" % (found, _first_line(seen, 120)) if seen else found, SILENT_FIX)
-    out["cause"] = "the node is frozen: its kernel takes connections, its processes do not answer"
-    return out
+    return row(node, "connection", "the node answers (%s)" % task_name, "a reply within %s s" % (seconds or "?"),
+               "%s (%s)" % (found, _first_line(seen, 120)) if seen else found, SILENT_FIX, about=node_object(node))
 
 
 def unreachable_row(node, task_name, result, budget_s=None):
@@ -225,7 +228,8 @@ def unreachable_row(node, task_name, result, budget_s=None):
     if is_silent(msg):
         return silent_row(node, task_name, budget_s, msg)
     return row(node, "connection", "reach the node (%s)" % task_name, "reachable over SSH", msg,
-               "check the node is powered, on the management network, and accepts the controller's SSH key")
+               "check the node is powered, on the management network, and accepts the controller's SSH key",
+               about=node_object(node))
 
 
 def timed_out_row(node, task_name, result):
@@ -256,9 +260,10 @@ def _cause(r):
 
 
 def attach_paths(rows, ends):
-    """Give each row about a fabric netdev the CIDR of its path. ``ends``: {(node, netdev): cidr}."""
+    """Give each row about a fabric netdev the CIDR of its path. ``ends``: {(node, netdev): cidr}. A row that carries
+    its object gives its path itself (a route over a CX7 netdev may concern no path, or another one)."""
     for r in rows:
-        if not r.get("path"):
+        if not r.get("path") and not r.get("object"):
             for word in _subject(r).split():
                 if (r["node"], word) in ends:
                     r["path"] = ends[(r["node"], word)]
@@ -300,19 +305,22 @@ def _fold_down(members, ends):
 def _consolidate_paths(rows, ends):
     """One cause per fabric path: a wrong MTU, a missing link or address on one end is the row; the failed
     pings and link checks it causes, from either end, are its echoes and are left out. A path that is down
-    (a missing link, no carrier) is one row naming both ends."""
+    (a missing link, no carrier) is one row naming both ends. A row that carries its object and names its path
+    (a stray route or neighbour entry that takes the path's addresses) is a cause of that path, kept beside the
+    others."""
     groups = {}
     for r in rows:
         if r.get("path"):
             groups.setdefault(r["path"], []).append(r)
     keep, replaced = set(), {}
     for members in groups.values():
+        keep.update(id(r) for r in members if r.get("object"))
         if any(_cause(r) in _DOWN for r in members):
-            folded = _fold_down(members, ends)
-            replaced[id(members[0])] = folded
-            keep.add(id(members[0]))
+            anchor = next((r for r in members if not r.get("object")), members[0])
+            replaced[id(anchor)] = _fold_down(members, ends)
+            keep.add(id(anchor))
             continue
-        causes = [r for r in members if _cause(r)]
+        causes = [r for r in members if _cause(r) or r.get("object")]
         keep.update(id(r) for r in (causes or members[:1]))
     return [replaced.get(id(r), r) for r in rows if not r.get("path") or id(r) in keep]
 
@@ -360,21 +368,15 @@ def _drop_checkpoint_verdicts(rows):
                                     and r["setting"].startswith(CHECKPOINT_VERDICT + " "))]
 
 
-# A cable check hears its far end through that node's lldpd: with lldpd not running there, every cable to it that
-# hears no neighbour is the echo of that node's lldpd row.
-LLDP_UNITS = ("lldpd", "lldpd.service")
-
-
-def _drop_lldp_echoes(rows):
-    silent = {r["node"] for r in rows if r["setting"] in LLDP_UNITS}
-    return [r for r in rows if not (r["found"] == NO_NEIGHBOUR and r["expected"].split(" ")[0] in silent)]
-
-
 def _drop_caused(rows):
-    """A consequence whose cause has a row of its own is that row's echo: folded by object, never by words. A
-    consequence whose cause has no row stays (it is then the only sign of that cause)."""
+    """A consequence whose cause has a row of its own is that row's echo: folded by object, never by words. So is a
+    consequence whose cause lies on a node whose row is the node as a whole (``node_object``: it did not answer, so
+    none of its objects could be read). A consequence whose cause has no row stays (it is then the only sign of that
+    cause)."""
     named = {key(r["object"]) for r in rows if r.get("object")}
-    return [r for r in rows if not (r.get("cause") and r["cause"] != r.get("object") and key(r["cause"]) in named)]
+    silent = {r["object"]["node"] for r in rows if r.get("object") and r["object"]["kind"] == "node"}
+    return [r for r in rows if not (r.get("cause") and r["cause"] != r.get("object")
+                                    and (key(r["cause"]) in named or r["cause"]["node"] in silent))]
 
 
 def dedupe(rows, ends=None):
@@ -382,15 +384,15 @@ def dedupe(rows, ends=None):
 
     A finding reported twice (by a stage in check mode and by a live check, with or without the node name in
     front of the setting, or by two stages that both keep the object, as /etc/ds41f) is one row, the first
-    stage's; a fabric path's echoes (the serve preflight's fabric verdict, the cables to a node whose lldpd is
-    not running, among them) fold into its cause (``ends`` as in ``attach_paths``), an image or checkpoint that
-    differs across nodes folds into the rows naming the nodes whose copy is wrong, a row whose ``cause`` object
-    has a row of its own folds into that row, the serve preflight's view of a node's checkpoint folds into the
+    stage's; a fabric path's echoes (the serve preflight's fabric verdict among them) fold into its cause (``ends``
+    as in ``attach_paths``), an image or checkpoint that differs across nodes folds into the rows naming the nodes
+    whose copy is wrong, a row whose ``cause`` object has a row of its own, or lies on a node that did not answer,
+    folds into that row, the serve preflight's view of a node's checkpoint folds into the
     model stage's rows on that node, and a row whose found is its expected (a record that would only be
     rewritten) is no drift at all."""
     ends = ends or {}
-    rows = _drop_caused(_drop_checkpoint_verdicts(_drop_lldp_echoes(_drop_spread_echoes(
-        [r for r in rows if r["expected"] != r["found"]]))))
+    rows = _drop_caused(_drop_checkpoint_verdicts(_drop_spread_echoes(
+        [r for r in rows if r["expected"] != r["found"]])))
     rows = _consolidate_paths(_drop_fabric_verdicts(attach_paths([dict(r) for r in rows], ends)), ends)
     seen, out = set(), []
     for r in rows:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import obj
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.topology import PCIE_PATHS, PORTS, port_netdev
 
 _SENT_RE = re.compile(r"(\d+) packets transmitted, (\d+) received")
@@ -57,12 +58,19 @@ def port_of(netdev):
     return None
 
 
-# What a cable check finds when its far end sends no LLDP frame (the doctor folds it into the far end's lldpd row).
+# What a cable check finds when its far end sends no LLDP frame.
 NO_NEIGHBOUR = "no LLDP neighbour"
+# The far end's LLDP daemon, as the fabric stage names the unit it keeps (unit_policy's row object): a cable that hears
+# nothing names it as its cause, and folds into its row, or into the far node's own row when that node did not answer.
+LLDP_UNIT = "lldpd"
 
 
-def _row(node, netdev, check, peer, expected, found, status, message):
-    return dict(zip(COLUMNS, (node, netdev, check, peer, expected, found, status, message), strict=True))
+def _row(node, netdev, check, peer, expected, found, status, message, cause=None):
+    """``cause``: for a consequence, the object whose own row explains it (``converge.obj``)."""
+    out = dict(zip(COLUMNS, (node, netdev, check, peer, expected, found, status, message), strict=True))
+    if cause:
+        out["cause"] = cause
+    return out
 
 
 def link_problem(node, netdev, state, link, mtu):
@@ -105,7 +113,7 @@ def cable_row(node, link, neighbour, lldp_running):
                         "LLDP is not running on %s, so the far end is unknown" % node)
         return _row(node, netdev, "cable", link["peer"], expected, NO_NEIGHBOUR, "warn",
                     "%s %s hears no LLDP neighbour (no carrier, or lldpd is not running on the far end)" % (
-                        node, netdev))
+                        node, netdev), cause=obj("unit", LLDP_UNIT, link["peer"]))
     found = "%s %s" % (neighbour.get("name") or neighbour.get("mac") or "?", neighbour.get("port") or "?")
     if found == expected:
         return _row(node, netdev, "cable", link["peer"], expected, found, "ok", "ok")
@@ -118,9 +126,18 @@ def cable_row(node, link, neighbour, lldp_running):
     return _row(node, netdev, "cable", link["peer"], expected, found, "fail", message)
 
 
-def path_row(node, link, peer, result, mtu, local_problem, cable_problem):
-    """One peer of one path (``result`` from parse_ping); a local or cable problem explains a failure first."""
+def stray_problem(node, stray):
+    """A stray (``fabric_strays``) on this end, as the reason a path fails."""
+    return "%s %s %s (%s) takes the path; the site derives no such %s" % (
+        node, stray["kind"], stray["name"], stray["found"], stray["kind"])
+
+
+def path_row(node, link, peer, result, mtu, local_problem, cable_problem, stray=None):
+    """One peer of one path (``result`` from parse_ping); a local or cable problem explains a failure first, then a
+    stray on this end that takes the path (its object is the row's cause). A failure no end here explains names the
+    far end's link as its cause."""
     expected = "%d-byte replies from %s %s" % (mtu, peer["name"], peer["address"])
+    cause = None
     if result["ok"]:
         rtt = " avg %.3f ms" % result["rtt_avg_ms"] if result["rtt_avg_ms"] is not None else ""
         found, status, message = "%d/%d replies,%s" % (result["received"], result["sent"], rtt), "ok", "ok"
@@ -134,9 +151,13 @@ def path_row(node, link, peer, result, mtu, local_problem, cable_problem):
                                                                     mtu, peer["name"])
         else:
             status = "fail"
-            message = local_problem or cable_problem or "no %d-byte reply from %s %s over %s %s" % (
-                mtu, peer["name"], peer["address"], node, link["netdev"])
-    return dict(_row(node, link["netdev"], "path", peer["name"], expected, found, status, message),
+            if stray and not local_problem:
+                cause = obj(stray["kind"], stray["name"])
+            elif not (local_problem or cable_problem):
+                cause = obj("link", peer["netdev"], peer["name"])
+            message = local_problem or (stray_problem(node, stray) if stray else None) or cable_problem or \
+                "no %d-byte reply from %s %s over %s %s" % (mtu, peer["name"], peer["address"], node, link["netdev"])
+    return dict(_row(node, link["netdev"], "path", peer["name"], expected, found, status, message, cause),
                 loss_pct=result["loss_pct"], rtt_ms=result["rtt_avg_ms"], peer_netdev=peer["netdev"])
 
 
@@ -182,10 +203,12 @@ def skipped_rows(node, links, check, reason):
 
 
 def _end_problems(rows):
-    """{(node, netdev): message} of failing link and cable rows: what is wrong at one end of a path."""
+    """{(node, netdev): message} of failing link and cable rows, and of paths a stray at their own end takes (a cause
+    without a node is on the row's own node): what is wrong at one end of a path."""
     out = {}
     for row in rows:
-        if row["check"] in ("link", "cable") and row["status"] == "fail":
+        stray = row["check"] == "path" and row.get("cause") and "node" not in row["cause"]
+        if (row["check"] in ("link", "cable") or stray) and row["status"] == "fail":
             out.setdefault((row["node"], row["netdev"]), row["message"])
     return out
 
@@ -215,10 +238,18 @@ def causes(rows):
 
 
 def drift(rows):
-    """Failing rows as drift entries (setting, expected, found, fix) for the doctor's drift table."""
-    return [{"setting": "%s %s %s%s" % (r["node"], r["netdev"], r["check"], " -> " + r["peer"] if r["peer"] else ""),
-             "expected": r["expected"], "found": r["found"], "fix": r["message"]}
-            for r in rows if r["status"] in ("fail", "warn")]
+    """Failing rows as drift entries (setting, expected, found, fix, and the cause object of a consequence) for the
+    doctor's drift table."""
+    out = []
+    for r in rows:
+        if r["status"] in ("fail", "warn"):
+            entry = {"setting": "%s %s %s%s" % (r["node"], r["netdev"], r["check"], " -> " + r["peer"] if r["peer"]
+                                                else ""), "expected": r["expected"], "found": r["found"],
+                     "fix": r["message"]}
+            if r.get("cause"):
+                entry["cause"] = r["cause"]
+            out.append(entry)
+    return out
 
 
 def text(rows):

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to dgxspark.ds41f
 # Apache License 2.0 (see LICENSE)
-"""The live state of a node's netdevs, from iproute2's JSON output (``ip -j addr``, ``ip -j route``)."""
+"""The live state of a node's netdevs, from iproute2's JSON output (``ip -j addr``, ``ip -j route``, and for the
+fabric's whole kind ``read_all``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,13 @@ import json
 
 def parse_addr(text):
     """{netdev: {up, carrier, mtu, addresses}} from ``ip -j addr show``; addresses are IPv4 ``a.b.c.d/nn``."""
+    return addr_state(json.loads(text or "[]"))
+
+
+def addr_state(items):
+    """``parse_addr`` of output already parsed."""
     out = {}
-    for item in json.loads(text or "[]"):
+    for item in items:
         flags = item.get("flags") or []
         out[item["ifname"]] = {
             "up": "UP" in flags,
@@ -23,11 +29,11 @@ def parse_addr(text):
     return out
 
 
-def parse_routes(text):
-    """{destination: {via, dev}} of gateway routes from ``ip -j route show``."""
+def gateway_routes(items):
+    """{destination: {via, dev}} of the main table's gateway routes, from ``ip -j route show`` (parsed)."""
     out = {}
-    for item in json.loads(text or "[]"):
-        if item.get("gateway"):
+    for item in items:
+        if item.get("gateway") and item.get("table", "main") == "main":
             out[item["dst"]] = {"via": item["gateway"], "dev": item.get("dev")}
     return out
 
@@ -40,11 +46,34 @@ def read(run):
     return parse_addr(out)
 
 
-def read_routes(run):
-    rc, out, err = run(["ip", "-j", "route", "show"])
-    if rc != 0:
-        raise RuntimeError("ip -j route show failed: %s" % (err or out).strip())
-    return parse_routes(out)
+# Everything the fabric reads of a node's network in one go: its addresses, every table's routes, neighbour and proxy
+# entries and policy rules, IPv4 and IPv6 (fabric_strays judges them).
+READ_ALL = {
+    "addr": ["ip", "-j", "addr", "show"],
+    "route4": ["ip", "-j", "-4", "route", "show", "table", "all"],
+    "route6": ["ip", "-j", "-6", "route", "show", "table", "all"],
+    "neigh": ["ip", "-j", "neigh", "show"],
+    "proxy": ["ip", "-j", "neigh", "show", "proxy"],
+    "rule4": ["ip", "-j", "-4", "rule", "show"],
+    "rule6": ["ip", "-j", "-6", "rule", "show"],
+}
+
+
+def read_all(run):
+    """{name: parsed output} of every ``READ_ALL`` command through ``run(argv) -> (rc, out, err)``; raises
+    RuntimeError when ip fails. A node without IPv6 (no IPv6 address at all, not even ::1) has no IPv6 routes or
+    rules to read."""
+    out = {}
+    for name, argv in READ_ALL.items():
+        if name in ("route6", "rule6") and not any(info.get("family") == "inet6" for item in out["addr"]
+                                                   for info in item.get("addr_info") or []):
+            out[name] = []
+            continue
+        rc, text, err = run(argv)
+        if rc != 0:
+            raise RuntimeError("%s failed: %s" % (" ".join(argv), (err or text).strip()))
+        out[name] = json.loads(text or "[]")
+    return out
 
 
 # networkd's SETUP column while it is still working on a link; configured, failed, unmanaged and linger are ends.

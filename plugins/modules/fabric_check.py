@@ -13,6 +13,11 @@ description:
     what LLDP says is on the other end, against the site's cabling; a ping of every peer on the path
     with unfragmentable frames of the full fabric MTU (C(ping -M do -s MTU-28)), with loss and RTT; the
     RoCE v2 GID slot of the path's address; and the negotiated link speed.
+  - A failing path with no local link or cable problem is explained by a stray on this node that takes it (a
+    permanent neighbour entry for the peer, a route or rule for its address; M(dgxspark.ds41f.fabric_links) names
+    and removes it), which its drift entry names as its C(cause) object; failing that, its cause is the far end's
+    link. A cable that hears no LLDP neighbour names the far end's C(lldpd) unit as its cause. The doctor folds
+    each into its cause's row (or the far node's own row when it did not answer).
   - Returns one row per reading (node, netdev, check, peer, expected, found, status, message) and a
     C(drift) entry per failing row; the message names the broken end, for example C(dgx2 enp1s0f1np1
     reaches dgx4 enp1s0f0np0 (expected dgx3 enp1s0f0np0) - port 1 of dgx2 is cabled to the wrong node).
@@ -91,7 +96,7 @@ failing:
   returned: always
   type: int
 drift:
-  description: Failing and warning rows as drift entries (setting, expected, found, fix).
+  description: Failing and warning rows as drift entries (setting, expected, found, fix, and cause for a consequence).
   returned: always
   type: list
   elements: dict
@@ -101,8 +106,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import fabric_check as fc
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import fabric_strays, lldp
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import links as live
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import lldp
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import platform, rdma
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Unavailable, module_host
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.run_all import run_all
@@ -163,9 +168,16 @@ def run(module):
     jobs = [(link, peer) for link in links for peer in link["peers"]]
     results = run_all([fc.ping_argv(link["netdev"], peer["address"], mtu, p["count"], p["timeout"])
                         for link, peer in jobs])
-    for (link, peer), (rc, out, err) in zip(jobs, results, strict=True):
-        rows.append(fc.path_row(node, link, peer, fc.parse_ping(rc, out, err), mtu, local[link["netdev"]],
-                                cable.get(link["netdev"])))
+    pings = [fc.parse_ping(rc, out, err) for rc, out, err in results]
+    strays = []
+    if any(not ping["ok"] for ping in pings):  # what on this end may take a failing path (fabric_links removes it)
+        try:
+            strays = fabric_strays.judge(live.read_all(module.run_command), links)
+        except RuntimeError as exc:
+            module.fail_json(msg=str(exc))
+    for (link, peer), ping in zip(jobs, pings, strict=True):
+        stray = next((s for s in strays if fabric_strays.takes(s, link, peer["address"])), None)
+        rows.append(fc.path_row(node, link, peer, ping, mtu, local[link["netdev"]], cable.get(link["netdev"]), stray))
 
     host = module_host(module)
     try:

@@ -11,10 +11,18 @@ version_added: 0.1.0
 description:
   - Reads each CX7 netdev of the node's site links with C(ip -j addr) and fixes what differs from the
     site - the MTU (a firmware update resets it to 1500), the link's administrative state, the path's
-    address (and any other IPv4 address on that netdev), its ARP settings (C(arp_ignore=1),
-    C(arp_announce=2), per netdev), and the ring-transit routes when given.
+    address, its ARP settings (C(arp_ignore=1), C(arp_announce=2), per netdev), and the ring-transit routes
+    when given.
+  - Reads the whole kind on the fabric too - every address, route (every table), neighbour and proxy entry and
+    policy rule, IPv4 and IPv6 (C(ip -j addr), C(ip -j route show table all), C(ip -j neigh), C(ip -j rule)) - and
+    removes each one the site does not derive - on a CX7 netdev of the site, or elsewhere taking a path's
+    addresses (a route or rule inside a path's subnet, a path's address on another netdev). Each is one drift row
+    that names it as its object (kind C(address), C(route), C(neighbour) or C(rule), its name in C(ip)'s words),
+    with the path it concerns. Left alone - the kernel's own routes (they follow an address), the kernel's IPv6
+    link-local address, the neighbour entries ARP learns, and routes or rules broader than a path's subnet.
   - Each fix is the smallest one - C(ip link set dev X mtu N), C(ip link set dev X up), C(ip address
-    replace), C(ip route replace) - so nothing else on the link flaps and RDMA keeps its GID slots.
+    replace), C(ip route replace), C(ip rule|route|neigh|address del) - so nothing else on the link flaps and RDMA
+    keeps its GID slots.
   - The persistent configuration is M(dgxspark.ds41f.netplan_cx7)'s job; this module makes the running
     node agree with it without waiting for a reboot.
 options:
@@ -70,7 +78,9 @@ actions:
   type: list
   elements: str
 drift:
-  description: One entry per difference (setting, expected, found, fix), setting as C(<node> <netdev> <what>).
+  description: One entry per difference (setting, expected, found, the C(action) that mends it), setting as
+    C(<node> <netdev> <what>), or for a stray C(<node> <kind> <name>) with its C(object) (kind, name) and the
+    C(path) (CIDR) it concerns. The doctor's fix is the stage's run, C(ds41f run fabric).
   returned: always
   type: list
   elements: dict
@@ -79,6 +89,7 @@ drift:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import fabric_strays
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import links as live
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import Plan
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.netplan import ARP_SETTINGS
@@ -119,6 +130,22 @@ def run(module):
                 module.fail_json(msg="ip %s failed: %s" % (" ".join(argv), (err or out).strip()), actions=plan.actions)
         return go
 
+    def remove(stray):
+        """Remove a stray; one gone by itself meanwhile (networkd dropping a route it no longer has) is no failure."""
+        def go():
+            rc, out, err = module.run_command(stray["remove"])
+            if rc != 0 and present(stray):
+                module.fail_json(msg="%s failed: %s" % (" ".join(stray["remove"]), (err or out).strip()),
+                                 actions=plan.actions)
+        return go
+
+    def present(stray):
+        try:
+            now = fabric_strays.judge(live.read_all(module.run_command), links, module.params["routes"])
+        except RuntimeError:
+            return True
+        return any((s["kind"], s["name"]) == (stray["kind"], stray["name"]) for s in now)
+
     def sysctl(setting, value):
         def go():
             rc, out, err = module.run_command(["sysctl", "-w", "%s=%s" % (setting, value)])
@@ -127,18 +154,27 @@ def run(module):
         return go
 
     try:
-        state = live.read(module.run_command)
-        routes = live.read_routes(module.run_command) if module.params["routes"] else {}
+        reading = live.read_all(module.run_command)
     except RuntimeError as exc:
         module.fail_json(msg=str(exc))
+    state, routes = live.addr_state(reading["addr"]), live.gateway_routes(reading["route4"])
 
-    for link in sorted(module.params["links"], key=lambda item: item["netdev"]):
-        netdev = link["netdev"]
-        have = state.get(netdev)
-        if have is None:
+    links = sorted(module.params["links"], key=lambda item: item["netdev"])
+    for link in links:
+        if link["netdev"] not in state:
             module.fail_json(msg="%s has no netdev %s; run the fabric stage from its playbook (its preflight "
-                             "names the fix)." % (node, netdev))
-        plan.manages("link", netdev, mtu=mtu, address="%s/%d" % (link["address"], link["prefix"]))
+                             "names the fix)." % (node, link["netdev"]))
+    # What the site does not derive goes first, rules first and addresses last (a route may use an address), so that
+    # the path's own address, added below, is never a secondary that goes with a stray primary of its subnet.
+    for stray in fabric_strays.judge(reading, links, module.params["routes"]):
+        plan.change("%s %s %s" % (node, stray["kind"], stray["name"]), None, stray["found"],
+                    "%s (not in the site)" % " ".join(stray["remove"]), remove(stray),
+                    about=(stray["kind"], stray["name"]), path=stray["path"])
+    for link in links:
+        netdev = link["netdev"]
+        have = state[netdev]
+        plan.manages("link", netdev, mtu=mtu, address="%s/%d" % (link["address"], link["prefix"]),
+                     peers=[peer["address"] for peer in link.get("peers") or []])
         if have["mtu"] != mtu:
             plan.change("%s %s mtu" % (node, netdev), mtu, have["mtu"], "ip link set dev %s mtu %d" % (netdev, mtu),
                         ip("link", "set", "dev", netdev, "mtu", str(mtu)))
@@ -149,11 +185,6 @@ def run(module):
         if want not in have["addresses"]:
             plan.change("%s %s address" % (node, netdev), want, None,
                         "ip address replace %s dev %s" % (want, netdev), ip("address", "replace", want, "dev", netdev))
-        for extra in have["addresses"]:
-            if extra != want:
-                plan.change("%s %s address" % (node, netdev), None, extra,
-                            "ip address del %s dev %s (not in the site)" % (extra, netdev),
-                            ip("address", "del", extra, "dev", netdev))
         for key, value in ARP_SETTINGS:
             found = read_conf(netdev, key)
             if found != value:

@@ -122,6 +122,7 @@ def _payload():  # pragma: no cover
         engine_state,
         exposure,
         fabric_check,
+        fabric_strays,
         firewall,
         foreign_files,
         fragmentation,

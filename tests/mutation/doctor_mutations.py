@@ -17,6 +17,7 @@ trial a doctor run of its own. Coverage is printed per stage: objects the doctor
   tests/mutation/doctor_mutations.py --lab LAB --each-object --sets 3                       # each object once
   tests/mutation/doctor_mutations.py --lab LAB --sample 3 --sets 1 --stages fabric,serve     # a random sample
   tests/mutation/doctor_mutations.py --lab LAB --sample 1 --clean-report DIR/doctor.json    # CI's (verify-doctor)
+  tests/mutation/doctor_mutations.py --lab LAB --kinds link --changes 'add a route,add an address'  # some changes
 
 It changes only the lab's own nodes (podman exec into ds41f-LAB-NODE), and runs ds41f from the project folder.
 """
@@ -24,6 +25,7 @@ It changes only the lab's own nodes (podman exec into ds41f-LAB-NODE), and runs 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import random
 import re
@@ -42,8 +44,11 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils.config_layers impor
 
 MARK = "# ds41f mutation"
 OTHER_IMAGE = "ds41f-mutation:other"  # the image a moved tag names
+WRONG_MAC = "02:00:00:00:00:01"  # a locally administered MAC no lab node has
 
-# kind -> [(mutation, applies(obj) -> bool, shell command(obj) -> str)]
+# kind -> [(mutation, applies(obj) -> bool, shell command(obj) -> str[, what the row must name(obj) -> {kind, name}])]:
+# without the fourth, the row names the object changed; with it, the object the change made on the object's node (a
+# stray route on a link is named as that route).
 MUTATIONS = {
     "file": [
         ("delete", lambda o: o.get("state") != "absent", lambda o: "rm -f %s" % q(o["name"])),
@@ -82,6 +87,18 @@ MUTATIONS = {
         ("mtu", lambda o: True, lambda o: "ip link set dev %s mtu %d" % (q(o["name"]), 1500 if o["mtu"] != 1500
                                                                           else 9000)),
         ("address", lambda o: True, lambda o: "ip address del %s dev %s" % (q(o["address"]), q(o["name"]))),
+        # What the site does not derive, on the link (fabric_strays): a route that sends the first peer's address to
+        # a gateway nobody has, a second address in the path's subnet, and the peer's address on a MAC that is not
+        # the peer's (both break the path both ways; the far end's failed pings fold into the stray's one row).
+        ("add a route", lambda o: bool(o.get("peers")),
+         lambda o: "ip route add %s via %s dev %s onlink" % (o["peers"][0], spare(o, -2), q(o["name"])),
+         lambda o: {"kind": "route", "name": "%s via %s dev %s" % (o["peers"][0], spare(o, -2), o["name"])}),
+        ("add an address", lambda o: True,
+         lambda o: "ip address add %s/%d dev %s" % (spare(o, -3), prefix(o), q(o["name"])),
+         lambda o: {"kind": "address", "name": "%s/%d dev %s" % (spare(o, -3), prefix(o), o["name"])}),
+        ("a permanent neighbour with a wrong MAC", lambda o: bool(o.get("peers")),
+         lambda o: "ip neigh replace %s dev %s lladdr %s nud permanent" % (o["peers"][0], q(o["name"]), WRONG_MAC),
+         lambda o: {"kind": "neighbour", "name": "%s dev %s" % (o["peers"][0], o["name"])}),
     ],
     # The tag moved to an empty image of its own (imported, then its own name dropped), or removed (the image is
     # kept while a container runs it; where none does, it goes with its last tag and must be shipped again).
@@ -135,7 +152,9 @@ READ = {
     "unit": 'echo "$(systemctl is-enabled "$N" 2>/dev/null) $(systemctl is-active "$N" 2>/dev/null)"',
     "sysctl": 'sysctl -n "$N" 2>/dev/null | tr -s "\\t " " "',
     "link": 'ip -o addr show dev "$N" 2>/dev/null | awk \'{print $4}\' | sort | tr "\\n" " "; '
-            'ip -o link show dev "$N" 2>/dev/null | grep -o "mtu [0-9]*\\|state [A-Z]*" | tr "\\n" " "',
+            'ip -o link show dev "$N" 2>/dev/null | grep -o "mtu [0-9]*\\|state [A-Z]*" | tr "\\n" " "; '
+            'ip route show table all dev "$N" 2>/dev/null | sort | tr "\\n" " "; '
+            'ip neigh show dev "$N" nud permanent 2>/dev/null | tr "\\n" " "',
     "image": DOCKER_UP + 'docker image inspect -f "{{.Id}}" "$N" 2>/dev/null || echo absent; else echo docker down; fi',
     # Its state and spec, not its ID: the fix starts the whole group anew, every rank a new container of one spec.
     "container": DOCKER_UP + 'docker inspect -f \'{{.State.Status}} {{index .Config.Labels "ds41f.spec"}} '
@@ -161,6 +180,15 @@ def q(text):
 
 def other_mode(mode):
     return "0666" if mode != "0666" else "0600"
+
+
+def spare(o, index):
+    """An address of a link's subnet that no node of the site holds (index from the end: -2 is the last host)."""
+    return str(ipaddress.ip_interface(o["address"]).network[index])
+
+
+def prefix(o):
+    return ipaddress.ip_interface(o["address"]).network.prefixlen
 
 
 def other_sysctl(value):
@@ -189,13 +217,6 @@ def foreign_file(obj):
     """Where a file nobody declared wins over the stage's in its folder: first for sshd, last for the others."""
     name = "00-foreign-mutation.conf" if obj["order"] == "first" else "zz-foreign-mutation.conf"
     return "%s/%s" % (obj["folder"], name)
-
-
-def named(obj):
-    """The object the doctor's row must name for a change of ``obj``: the foreign file for a setting, else itself."""
-    if obj["kind"] == "setting":
-        return dict(obj, kind="file", name=foreign_file(obj))
-    return obj
 
 
 def key(obj):
@@ -254,6 +275,16 @@ class Lab:
         return out
 
 
+def named(o, mutation):
+    """The object the doctor's row must name for this change of ``o``: the object the change made on o's node, when
+    the mutation says (a stray route on a link), the foreign file for a setting, else o itself."""
+    if len(mutation) > 3:
+        return dict(mutation[3](o), node=o["node"])
+    if o["kind"] == "setting":
+        return dict(o, kind="file", name=foreign_file(o))
+    return o
+
+
 def names(row, obj):
     """The row names the object whole, on its node: /etc/ds41f is not named by a row on /etc/ds41f/model.json (a set
     may change both), nor kernel.panic by one on kernel.panic_on_oops. A fabric path's row, on its first end, names
@@ -303,7 +334,8 @@ def trial(lab, objects, clean, chosen, pending=()):
     ``pending``: the results of the trial before, whose "the doctor is clean after" this trial's doctor judges (the
     pipelined sweep): its run must show no row but the ones naming this trial's objects. Without it (and for the
     last trial) a doctor run after the repair judges it. Returns (results, still pending)."""
-    results = [{"object": o, "mutation": m[0], "command": m[2](o), "checks": {}} for o, m in chosen]
+    results = [{"object": o, "mutation": m[0], "command": m[2](o), "checks": {}, "names": named(o, m)}
+               for o, m in chosen]
     for res in results:
         o = res["object"]
         _, _, err = lab.sh(o["node"], res["command"])
@@ -319,10 +351,10 @@ def trial(lab, objects, clean, chosen, pending=()):
     seconds = time.monotonic() - started
     after = lab.snapshot(objects)
     rows = doc.get("rows") or []
-    others = [r for r in rows if not any(names(r, named(res["object"])) for res in applied)]
+    others = [r for r in rows if not any(names(r, res["names"]) for res in applied)]
     settle(pending, others)
     for res in applied:
-        mine = [r for r in rows if names(r, named(res["object"]))]
+        mine = [r for r in rows if names(r, res["names"])]
         res.update(rows=mine, other_rows=others, doctor_s=round(seconds, 1))
         stage, extra, how = repair_stage(mine[0] if mine else None, res["object"]["stage"])
         res["repair"] = {"stage": stage, "extra": extra, "how": how}
@@ -407,18 +439,23 @@ def closing_doctor(lab, pending):
             lab.run("site")
 
 
-def plan_trials(objects, sample, sets, rng, each_object=False):
+def plan_trials(objects, sample, sets, rng, each_object=False, changes=None):
     """Single changes (every change of every object, or with ``each_object`` one per object, its kind's changes in
-    turn), optionally ``sample`` of them at random, then ``sets`` random sets of five objects changed at once."""
+    turn), optionally ``sample`` of them at random, then ``sets`` random sets of five objects changed at once.
+    ``changes``: only the changes of these names."""
+
+    def applicable(o):
+        return [m for m in MUTATIONS.get(o["kind"], []) if m[1](o) and (not changes or m[0] in changes)]
+
     if each_object:
         turn, singles = {}, []
         for o in objects:
-            options = [m for m in MUTATIONS.get(o["kind"], []) if m[1](o)]
+            options = applicable(o)
             if options:
                 i = turn[o["kind"]] = turn.get(o["kind"], -1) + 1
                 singles.append((o, options[i % len(options)]))
     else:
-        singles = [(o, m) for o in objects for m in MUTATIONS.get(o["kind"], []) if m[1](o)]
+        singles = [(o, m) for o in objects for m in applicable(o)]
     if sample:
         singles = rng.sample(singles, min(sample, len(singles)))
     groups = []
@@ -426,7 +463,7 @@ def plan_trials(objects, sample, sets, rng, each_object=False):
         picked = rng.sample(objects, min(5, len(objects)))
         group = []
         for o in picked:
-            options = [m for m in MUTATIONS.get(o["kind"], []) if m[1](o)]
+            options = applicable(o)
             if options:
                 group.append((o, rng.choice(options)))
         groups.append(group)
@@ -497,6 +534,7 @@ def main(argv=None):
     ap.add_argument("--stages", help="only the objects of these stages (comma-separated)")
     ap.add_argument("--kinds", help="only the objects of these kinds (comma-separated: %s)" % ", ".join(READ))
     ap.add_argument("--objects", help="only these objects (comma-separated NODE:NAME, as dgx2:docker.service)")
+    ap.add_argument("--changes", help="only these changes (comma-separated, as 'add a route,add an address')")
     ap.add_argument("--no-pipeline", action="store_true",
                     help="run a doctor after each repair instead of judging it by the next trial's doctor run")
     ap.add_argument("--seed", type=int, default=None, help="the random seed (printed; default: from the clock)")
@@ -529,7 +567,8 @@ def main(argv=None):
     lab.clean_unchecked = {(u["node"], u["check"]) for u in doc.get("not_checked") or []}
     clean = lab.snapshot(objects)
     unread = [k for k, v in clean.items() if v.startswith("unread")]
-    trials = plan_trials(objects, args.sample, args.sets, rng, args.each_object)
+    trials = plan_trials(objects, args.sample, args.sets, rng, args.each_object,
+                         args.changes.split(",") if args.changes else None)
     print("%d objects declared on %d nodes; %d trials" % (len(objects), len({o["node"] for o in objects}),
                                                           len(trials)), flush=True)
     results, pending = [], []

@@ -97,6 +97,7 @@ def test_the_record_of_prior_states_goes_with_the_unit_change_in_the_diff_and_is
     module.exit_json = result.update
     unit_policy.run(module)
     assert [row["setting"] for row in result["drift"]] == ["lldpd.service"]
+    assert result["drift"][0]["object"] == {"kind": "unit", "name": "lldpd.service"}  # a far end's cable names it
     assert result["actions"] == ["record prior states in %s" % record, "systemctl disable --now lldpd.service"]
     assert [d["before_header"] for d in result["diff"]] == [str(record), "lldpd.service"]
     assert not record.exists()  # check mode

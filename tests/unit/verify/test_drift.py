@@ -99,19 +99,57 @@ def test_the_serve_preflight_s_fabric_verdict_folds_into_the_fabric_check_s_rows
     assert [r["node"] for r in drift.dedupe(verdicts + [key], ends)] == ["dgx1", "dgx2", "dgx3"]
 
 
-def test_cables_to_a_node_whose_lldpd_is_stopped_fold_into_its_lldpd_row():
-    """lldpd stopped on dgx2 (the mutation test's trial): dgx1 and dgx3 hear no neighbour on their cables to it.
-    Those are echoes; a cable to a node whose lldpd runs that hears nothing is a finding of its own."""
-    from ansible_collections.dgxspark.ds41f.plugins.module_utils.fabric_check import NO_NEIGHBOUR
-    unit = drift.row("dgx2", "fabric", "lldpd", "enabled, active", "enabled, failed", "systemctl enable --now lldpd")
-    echoes = [drift.row(node, "fabric", "%s %s cable -> dgx2" % (node, netdev), "dgx2 %s" % far, NO_NEIGHBOUR,
-                        "%s %s hears no LLDP neighbour" % (node, netdev), path=path)
-              for node, netdev, far, path in (("dgx1", "enp1s0f0np0", "enp1s0f1np1", "10.12.1.0/24"),
-                                              ("dgx3", "enp1s0f1np1", "enp1s0f0np0", "10.23.1.0/24"))]
-    other = drift.row("dgx4", "fabric", "dgx4 enp1s0f0np0 cable -> dgx1", "dgx1 enp1s0f1np1", NO_NEIGHBOUR, "look",
-                      path="10.14.1.0/24")
-    assert drift.dedupe([unit] + echoes + [other]) == [unit, other]
-    assert len(drift.dedupe(echoes)) == 2
+def _cable_rows(cluster, node, peer, heard=None, running=True):
+    """The doctor's rows of a node's cable checks towards ``peer``, as the fabric stage's module makes them."""
+    from ansible_collections.dgxspark.ds41f.plugins.module_utils import fabric_check as fc
+    rows = [fc.cable_row(node, link, heard, running) for link in cluster.links(node) if link["peer"] == peer]
+    return drift.rows_from_result(node, "fabric", "Ping matrix", {"drift": fc.drift(rows)})
+
+
+def _site(shape, n):
+    from ansible_collections.dgxspark.ds41f.plugins.module_utils import topology
+    return topology.build({"shape": shape, "nodes": [{"name": "dgx%d" % i, "address": "192.168.1.%d" % (10 + i)}
+                                                     for i in range(1, n + 1)]})
+
+
+def test_cables_to_a_node_whose_lldpd_is_stopped_fold_into_its_lldpd_row_by_object():
+    """lldpd stopped on dgx2 (the mutation test's trial): dgx1 and dgx3 hear no neighbour on their cables to it, and
+    name dgx2's lldpd unit as their cause, which unit_policy's row on dgx2 carries as its object. A cable to a node
+    whose lldpd has no row (dgx4 hears nothing from dgx1) is a finding of its own."""
+    ring = _site("tp4-ring", 4)
+    unit = drift.rows_from_result("dgx2", "fabric", "LLDP daemon enabled and running", {"changed": True, "drift": [
+        {"setting": "lldpd", "expected": "enabled, active", "found": "enabled, inactive",
+         "fix": "systemctl enable --now lldpd", "object": {"kind": "unit", "name": "lldpd"}}]})
+    echoes = _cable_rows(ring, "dgx1", "dgx2") + _cable_rows(ring, "dgx3", "dgx2")
+    other = _cable_rows(ring, "dgx4", "dgx1")
+    assert len(echoes) == 4 and len(other) == 2
+    assert {drift.key(r["cause"]) for r in echoes} == {("dgx2", "unit", "lldpd")}
+    assert drift.dedupe(unit + echoes + other) == drift.dedupe(unit + other)
+    assert [r["node"] for r in drift.dedupe(unit + echoes + other)] == ["dgx2", "dgx4", "dgx4"]
+    assert len(drift.dedupe(echoes)) == 4  # without dgx2's row, they are the only sign
+
+
+def test_a_frozen_node_is_one_row_its_neighbours_cables_and_unanswered_pings_fold_into_it():
+    """dgx3 paused (frozen): ssh's keepalives find it silent (one row, its object the node), and dgx2 and dgx4 hear no
+    LLDP from it; a node that refuses (unreachable) is the same. A path whose pings fail with no end explained names
+    the far end's link, which folds into the far node's own row too. Another node's own fault stays."""
+    from ansible_collections.dgxspark.ds41f.plugins.module_utils import fabric_check as fc
+    ring = _site("tp4-ring", 4)
+    silent = drift.unreachable_row("dgx3", "The node answers over SSH", {
+        "msg": "Failed to connect to the host via ssh: Timeout, server 172.30.77.13 not responding."}, 15)
+    assert silent["object"] == {"node": "dgx3", "kind": "node", "name": "dgx3"}
+    cables = _cable_rows(ring, "dgx2", "dgx3") + _cable_rows(ring, "dgx4", "dgx3")
+    link = next(item for item in ring.links("dgx2") if item["peer"] == "dgx3")
+    lost = {"sent": 3, "received": 0, "loss_pct": 100.0, "rtt_avg_ms": None, "error": None, "ok": False}
+    pings = drift.rows_from_result("dgx2", "fabric", "Ping matrix", {"drift": fc.drift([
+        fc.path_row("dgx2", link, link["peers"][0], lost, 9000, None, None)])})
+    assert pings[0]["cause"] == {"node": "dgx3", "kind": "link", "name": link["peer_netdev"]}
+    own = _cable_rows(ring, "dgx4", "dgx1")  # dgx1's lldpd has no row: dgx4's cable to dgx1 is its own finding
+    assert drift.dedupe([silent] + cables + pings + own) == drift.dedupe([silent] + own)
+    assert len(drift.dedupe([silent] + cables + pings + own)) == 3
+    refused = drift.unreachable_row("dgx3", "The node answers over SSH", {
+        "msg": "Failed to connect to the host via ssh: ssh: connect to host 172.30.77.13 port 22: Connection refused"})
+    assert drift.dedupe([refused] + cables + pings) == [refused]
 
 
 def test_the_serve_preflight_s_checkpoint_verdict_folds_into_the_model_stage_s_row_on_that_node():

@@ -45,13 +45,16 @@ def test_a_silent_node_is_one_row_with_what_was_seen_and_the_console_then_power_
     r = drift.unreachable_row("dgx3", "The node answers over SSH", {"msg": msg, "unreachable": True}, 15)
     assert r["node"] == "dgx3" and r["severity"] == "error" and r["expected"] == "a reply within 15 s"
     assert r["found"].startswith("connected, no reply in 15 s (")
-    assert "console or BMC" in r["fix"] and "power-cycle" in r["fix"] and r["cause"].startswith("the node is frozen")
+    assert "console or BMC" in r["fix"] and "power-cycle" in r["fix"]
+    assert r["object"] == {"node": "dgx3", "kind": "node", "name": "dgx3"} and "cause" not in r
+    assert drift.dedupe([r]) == [r]  # a row of the node as a whole folds what follows from it, not itself
 
 
 @pytest.mark.parametrize("msg", NOT_SILENT)
 def test_a_node_that_refuses_or_is_absent_keeps_the_reachability_row(msg):
     r = drift.unreachable_row("dgx3", "The node answers over SSH", {"msg": msg}, 15)
     assert r["expected"] == "reachable over SSH" and "powered" in r["fix"] and "cause" not in r
+    assert r["object"] == {"node": "dgx3", "kind": "node", "name": "dgx3"}
 
 
 def callback():
