@@ -65,7 +65,7 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils import redaction
 
 MODULE_SPEC = dict(argument_spec={"container": {"type": "str", "required": True},
                                   "lines": {"type": "int", "default": 50},
-                                  "key_files": {"type": "list", "elements": "path", "default": []}},
+                                  "key_files": {"type": "list", "elements": "path", "default": [], "no_log": False}},
                    supports_check_mode=True)
 
 

@@ -48,12 +48,37 @@ options:
     elements: dict
     default: []
   ssh:
-    description: SSH's C(port), the C(sources) (networks) it accepts and the C(interfaces) it accepts from anyone.
+    description: Where SSH is accepted from.
     type: dict
     default: {}
+    suboptions:
+      port:
+        description: SSH's port.
+        type: int
+        default: 22
+      sources:
+        description: The networks (CIDR) SSH accepts new connections from.
+        type: list
+        elements: str
+        default: []
+      interfaces:
+        description: The interfaces SSH accepts new connections on from anyone.
+        type: list
+        elements: str
+        default: []
   api:
-    description: The API's C(port) and the C(sources) that may reach it; only on the node that serves it.
+    description: The API port and who may reach it; given only on the node that serves it.
     type: dict
+    suboptions:
+      port:
+        description: The port the API listens on.
+        type: int
+        required: true
+      sources:
+        description: The networks (CIDR) that may reach the API.
+        type: list
+        elements: str
+        default: []
   allow:
     description: The site's own openings, each C(port), C(proto) (tcp or udp) and C(sources).
     type: list
@@ -190,8 +215,13 @@ MODULE_SPEC = dict(
         "unit": {"type": "str", "default": "ds41f-firewall.service"},
         "nodes": {"type": "list", "elements": "dict", "default": []},
         "cables": {"type": "list", "elements": "dict", "default": []},
-        "ssh": {"type": "dict", "default": {}},
-        "api": {"type": "dict"},
+        "ssh": {"type": "dict", "default": {}, "options": {
+            "port": {"type": "int", "default": 22},
+            "sources": {"type": "list", "elements": "str", "default": []},
+            "interfaces": {"type": "list", "elements": "str", "default": []}}},
+        "api": {"type": "dict", "options": {
+            "port": {"type": "int", "required": True},
+            "sources": {"type": "list", "elements": "str", "default": []}}},
         "allow": {"type": "list", "elements": "dict", "default": []},
     },
     supports_check_mode=True,

@@ -97,7 +97,7 @@ MODULE_SPEC = dict(argument_spec={"public_key": {"type": "str", "default": ""},
                                   "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
                                   "authorized_keys": {"type": "path", "default": "/root/.ssh/authorized_keys"},
                                   "marker": {"type": "str", "default": "ds41f-watchdog"},
-                                  "key_origin": {"type": "dict", "default": {}}},
+                                  "key_origin": {"type": "dict", "default": {}, "no_log": False}},
                    supports_check_mode=True)
 
 

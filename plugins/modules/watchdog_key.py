@@ -11,7 +11,7 @@ version_added: 0.3.0
 description:
   - Keeps, in O(dir) (root, 0700), the key pair the serving watchdog restarts the workers with - C(id_ed25519)
     (0600) and C(id_ed25519.pub) (0644) - and C(known_hosts) (0644), the pinned host keys of the cluster's nodes.
-  - The pair is one object (kind C(key pair)): a missing or unreadable private half, a public half that is not
+  - The pair is one object (kind C(key pair)). A missing or unreadable private half, a public half that is not
     its own, or either half's mode or owner is a row about it.
   - The pair is generated on this node with C(ssh-keygen) when it is missing or unreadable; its private half never
     leaves the node. The public half (read from the private key) is returned, for the workers' C(authorized_keys)

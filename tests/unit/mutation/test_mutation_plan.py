@@ -301,8 +301,8 @@ def test_a_setting_is_changed_by_a_foreign_file_where_it_wins_and_the_row_must_n
     assert "'MaxStartups 65:30:128\n'" in change[2](sshd) and "'[Service]\nMemoryMin=129M\n'" in change[2](unit)
     row = {"node": "dgx3", "setting": "MaxStartups (sshd)", "found": "65:30:128, in ...",
            "object": {"node": "dgx3", "kind": "file", "name": "/etc/ssh/sshd_config.d/00-foreign-mutation.conf"}}
-    assert dm.names(row, dm.named(sshd)) and not dm.names(row, sshd)
-    assert not dm.names(row, dm.named(dict(sshd, node="dgx2")))
+    assert dm.names(row, dm.named(sshd, change)) and not dm.names(row, sshd)
+    assert not dm.names(row, dm.named(dict(sshd, node="dgx2"), change))
     assert not change[1](dict(unit, value="/usr/local/libexec/ds41f-management-health"))  # no number to change
 
 

@@ -49,4 +49,5 @@ def test_status_names_the_node_its_host_key_and_the_fix(name, node, found):
 def test_other_failures_keep_their_rows():
     r = drift.unreachable_row("dgx3", "t", {"msg": "Failed to connect to the host via ssh: ssh: connect to host "
                                                    "10.0.0.9 port 22: Connection refused"}, 15)
-    assert "object" not in r and r["expected"] == "reachable over SSH"
+    # about the node itself (a frozen or unreachable node is one row), never about its host key
+    assert r["object"] == {"node": "dgx3", "kind": "node", "name": "dgx3"} and r["expected"] == "reachable over SSH"
