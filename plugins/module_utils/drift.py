@@ -48,9 +48,11 @@ def _located(thing, node):
     return {"node": str(thing.get("node") or node), "kind": str(thing["kind"]), "name": str(thing.get("name", ""))}
 
 
-def row(node, stage, setting, expected, found, fix, severity="error", path=None, about=None, cause=None):
+def row(node, stage, setting, expected, found, fix, severity="error", path=None, about=None, cause=None,
+        echo_of=None):
     """One row. ``about``: the object it is about; ``cause``: for a consequence, the object whose row explains
-    it. Both are ``{kind, name[, node]}`` data, completed with the row's node."""
+    it. Both are ``{kind, name[, node]}`` data, completed with the row's node. ``echo_of``: for a verdict that
+    restates other checks (``echo`` makes one), which rows those are, as data."""
     if severity not in SEVERITIES:
         severity = "error"
     out = {"node": node, "stage": stage, "setting": _text(setting), "expected": _text(expected),
@@ -60,7 +62,15 @@ def row(node, stage, setting, expected, found, fix, severity="error", path=None,
     for key, value in (("object", _located(about, node)), ("cause", _located(cause, node))):
         if value:
             out[key] = value
+    if echo_of:
+        out["echo_of"] = dict(echo_of)
     return out
+
+
+def echo(stage=None, node=None, on_a_node=False, path=False):
+    """The ``echo_of`` of a verdict that restates other checks' rows: those of ``stage``, on ``node``, on any one
+    node (``on_a_node``: not a cross-node row), about a fabric path (``path``)."""
+    return {k: v for k, v in (("stage", stage), ("node", node), ("on_a_node", on_a_node), ("path", path)) if v}
 
 
 def key(thing):
@@ -103,20 +113,21 @@ def rows_from_result(node, stage, task_name, result, stage_cmd=None):
     for entry in result.get("findings") or []:
         out.append(row(entry.get("node", node), entry.get("stage", stage), entry.get("setting"),
                        entry.get("expected"), entry.get("found"), entry.get("fix"),
-                       entry.get("severity", "error"), entry.get("path"), entry.get("object"), entry.get("cause")))
+                       entry.get("severity", "error"), entry.get("path"), entry.get("object"), entry.get("cause"),
+                       entry.get("echo_of")))
     drift = result.get("drift") or []
     for entry in drift:  # what a module found different (and, outside check mode, changed)
         out.append(row(entry.get("node", node), entry.get("stage", stage), entry.get("setting"), entry.get("expected"),
                        entry.get("found"), entry.get("fix") or fix_stage, entry.get("severity", "error"),
-                       entry.get("path"), entry.get("object"), entry.get("cause")))
+                       entry.get("path"), entry.get("object"), entry.get("cause"), entry.get("echo_of")))
         if entry.get("action"):  # what the fix's run would do there: the report keeps it beside the fix
             out[-1]["action"] = _text(entry["action"])
     if result.get("changed") and not drift:
         out.append(row(node, stage, _thing(result, task_name), "as the %s stage sets it" % stage,
                        "would change (see --diff)", fix_stage))
     for mismatch in result.get("mismatches") or []:  # dgxspark.ds41f.alignment: cross-node differences
-        out.append(row("all", stage, mismatch.get("setting"), "the same on every node", mismatch.get("found"),
-                       mismatch.get("fix")))
+        out.append(row("all", stage, mismatch.get("setting"), ACROSS_NODES, mismatch.get("found"),
+                       mismatch.get("fix"), echo_of=spread_echo(stage)))
     if result.get("failed") and not out:
         out.append(row(node, stage, "%s (a check that named no cause)" % task_name, "no error",
                        _first_line(result.get("msg")) or "failed",
@@ -331,41 +342,38 @@ _ONE_COPY_STAGES = ("image", "model")
 ACROSS_NODES = "the same on every node"
 
 
-def _drop_spread_echoes(rows):
-    """One cause per copy that differs: the rows naming a node, else the first cross-node row of that stage (the
-    live check and the serve preflight both compare the image IDs)."""
-    named = {r["stage"] for r in rows if r["node"] != "all"}
-    out, spread = [], set()
+def spread_echo(stage):
+    """The ``echo_of`` of a cross-node difference of ``stage``: where the stage puts one copy on every node, the
+    rows naming a node whose copy is wrong explain it; for any other stage it is a cause of its own (None)."""
+    return echo(stage=stage, on_a_node=True) if stage in _ONE_COPY_STAGES else None
+
+
+def _restates(selector, r):
+    """Whether row ``r`` is one of those an echo's ``selector`` (its ``echo_of``) restates."""
+    return (not r.get("echo_of")
+            and all(r.get(k) == selector[k] for k in ("stage", "node") if k in selector)
+            and (not selector.get("on_a_node") or r["node"] != "all")
+            and (not selector.get("path") or bool(r.get("path"))))
+
+
+def _drop_echoes(rows):
+    """A verdict that restates other checks (its ``echo_of``, data its producer set: the serve preflight's fabric
+    and checkpoint verdicts, a cross-node image or checkpoint difference) folds into the rows it restates when one
+    is in the table; alone it stays, the only evidence of its cause. Two echoes of one stage and node with the same
+    ``echo_of`` are one finding seen twice (the live check and the serve preflight both compare the image IDs):
+    the first stays."""
+    out, seen = [], set()
     for r in rows:
-        if r["node"] == "all" and r["expected"] == ACROSS_NODES and r["stage"] in _ONE_COPY_STAGES:
-            if r["stage"] in named or r["stage"] in spread:
+        selector = r.get("echo_of")
+        if selector:
+            if any(_restates(selector, other) for other in rows):
                 continue
-            spread.add(r["stage"])
+            ident = (r["stage"], r["node"], json.dumps(selector, sort_keys=True))
+            if ident in seen:
+                continue
+            seen.add(ident)
         out.append(r)
     return out
-
-
-# The serve preflight's view of the fabric check: one row per node whose check fails. The check's own rows name
-# each path's cause, so where any is in the table that view is their echo, not a cause of its own.
-FABRIC_VERDICT = "fabric check"
-
-
-def _drop_fabric_verdicts(rows):
-    if any(r.get("path") for r in rows):
-        return [r for r in rows if r["setting"] != FABRIC_VERDICT]
-    return rows
-
-
-# The serve preflight's view of a node's checkpoint ("checkpoint <dir>": not verified). It reads what the model
-# stage writes there (/etc/ds41f/model.json, config.json), so where the model stage has a row on that node, that row
-# is the cause and this its echo.
-CHECKPOINT_VERDICT = "checkpoint"
-
-
-def _drop_checkpoint_verdicts(rows):
-    modelled = {r["node"] for r in rows if r["stage"] == "model"}
-    return [r for r in rows if not (r["stage"] == "serve" and r["node"] in modelled
-                                    and r["setting"].startswith(CHECKPOINT_VERDICT + " "))]
 
 
 def _drop_caused(rows):
@@ -391,9 +399,9 @@ def dedupe(rows, ends=None):
     model stage's rows on that node, and a row whose found is its expected (a record that would only be
     rewritten) is no drift at all."""
     ends = ends or {}
-    rows = _drop_caused(_drop_checkpoint_verdicts(_drop_spread_echoes(
-        [r for r in rows if r["expected"] != r["found"]])))
-    rows = _consolidate_paths(_drop_fabric_verdicts(attach_paths([dict(r) for r in rows], ends)), ends)
+    rows = _drop_caused([r for r in rows if r["expected"] != r["found"]])
+    # after attach_paths: an echo of the fabric's paths looks for rows that carry their path
+    rows = _consolidate_paths(_drop_echoes(attach_paths([dict(r) for r in rows], ends)), ends)
     seen, out = set(), []
     for r in rows:
         key = (r["node"], _subject(r), r["found"])

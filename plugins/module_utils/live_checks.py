@@ -13,6 +13,7 @@ from __future__ import annotations
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import launch
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.alignment import mismatches
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.conformance import ARGS_ENV
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.drift import ACROSS_NODES, spread_echo
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import gpu
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.memory_saver_state import PACKING
 
@@ -396,7 +397,10 @@ def alignment(readings, keys):
     out = []
     for m in found:
         stage = ALIGNMENT_STAGES.get(m["setting"], "site_config")
-        out.append(finding("all", stage, m["setting"], "the same on every node", m["found"], m["fix"]))
+        row = finding("all", stage, m["setting"], ACROSS_NODES, m["found"], m["fix"])
+        if spread_echo(stage):  # an image or checkpoint: the rows naming the node whose copy is wrong explain it
+            row["echo_of"] = spread_echo(stage)
+        out.append(row)
     return out
 
 

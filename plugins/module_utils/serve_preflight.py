@@ -11,22 +11,30 @@ its spec: the stage then only re-checks readiness.
 
 from __future__ import annotations
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils.drift import CHECKPOINT_VERDICT, FABRIC_VERDICT
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.drift import ACROSS_NODES, echo, spread_echo
+
+# The preflight's own verdicts on what other stages check: each restates those checks' rows (its echo_of), so the
+# doctor keeps it only where none of them is in the table.
+FABRIC_VERDICT = "fabric check"
+CHECKPOINT_VERDICT = "checkpoint"
 
 
 def short(image_id):
     return (image_id or "?").replace("sha256:", "")[:12]
 
 
-def _problem(text, node, setting, expected, found, consent=False, stage=None, echo=False):
+def _problem(text, node, setting, expected, found, consent=False, stage=None, unread=False, echo_of=None):
     """One reason not to start: its sentence (``text``, with its fix after "Fix: ") and the cause as a row (of
     ``stage`` where another stage owns the object, as the image). ``consent``: what a start would do, not a cause;
-    ``echo``: a cause another row names (a node whose reading failed), so no row of its own."""
+    ``unread``: a cause another row names (a node whose reading failed), so no row of its own; ``echo_of``: the
+    rows this verdict restates (drift.echo), where the doctor folds it."""
     fix = text.split(" Fix: ", 1)[1] if " Fix: " in text else text
     out = {"text": text, "node": node, "setting": setting, "expected": expected, "found": found,
-           "fix": fix.rstrip("."), "consent": consent, "echo": echo}
+           "fix": fix.rstrip("."), "consent": consent, "unread": unread}
     if stage:
         out["stage"] = stage
+    if echo_of:
+        out["echo_of"] = echo_of
     return out
 
 
@@ -50,8 +58,8 @@ def _image_problems(nodes, image_ref):
         found = "; ".join("%s on %s" % (short(i), ", ".join(n)) for i, n in ordered)
         problems.append(_problem("the image %s has different IDs across nodes (%s). Fix: run the image stage: it "
                                  "ships one image with docker save | docker load; never rebuild it per node." % (
-                                     image_ref, found), "all", "image %s ID" % image_ref, "the same on every node",
-                                 found, stage="image"))
+                                     image_ref, found), "all", "image %s ID" % image_ref, ACROSS_NODES,
+                                 found, stage="image", echo_of=spread_echo("image")))
     return problems, ids
 
 
@@ -66,7 +74,7 @@ def check(nodes, shape, settings):
     for node in unread:
         problems.append(_problem("%s: its serving state was not read (%s). Fix: fix what that node's row names, then "
                                  "run the serve stage again." % (node["name"], node["unread"]), node["name"],
-                                 "serving state", "read", node["unread"], echo=True))
+                                 "serving state", "read", node["unread"], unread=True))
         unchecked.append("%s: its serving state (not read: %s)" % (node["name"], node["unread"]))
     nodes = [n for n in nodes if not n.get("unread")]
     for node in nodes:
@@ -91,7 +99,7 @@ def check(nodes, shape, settings):
             problems.append(_problem("%s: the fabric check fails (%s). Fix: run the fabric stage and fix what its "
                                      "check names." % (node["name"], fabric.get("message") or "no detail"),
                                      node["name"], FABRIC_VERDICT, "every path passes",
-                                     fabric.get("message") or "no detail"))
+                                     fabric.get("message") or "no detail", echo_of=echo(path=True)))
         model = serve.get("model") or {}
         if not model.get("verified"):
             if not model.get("config"):
@@ -100,7 +108,7 @@ def check(nodes, shape, settings):
                 what = "%s names %s" % (model.get("info"), model.get("info_path") or "no verified checkpoint")
             problems.append(_problem("%s: the model at %s is not verified (%s). Fix: run the model stage." % (
                 node["name"], model.get("dir"), what), node["name"], "%s %s" % (CHECKPOINT_VERDICT, model.get("dir")),
-                "verified", what))
+                "verified", what, echo_of=echo(stage="model", node=node["name"])))
         for path in serve.get("env_files_missing") or []:
             problems.append(_problem("%s: the env file %s is missing. Fix: run the fabric stage (it writes the NCCL "
                                      "environment), or set serve_nccl_env_file to ''." % (node["name"], path),
@@ -162,8 +170,8 @@ def check(nodes, shape, settings):
                     "running, no consent", consent=True))
     # A consent problem is what a start would do, not a cause: in the doctor the causes are the rows (the rank
     # that does not run its spec is the serving group's row), and the rest of the stage is not checked.
-    causes = [{k: p[k] for k in ("node", "stage", "setting", "expected", "found", "fix") if k in p} for p in problems
-              if not p["consent"] and not p["echo"]]
+    causes = [{k: p[k] for k in ("node", "stage", "setting", "expected", "found", "fix", "echo_of") if k in p}
+              for p in problems if not p["consent"] and not p["unread"]]
     plan = {"start": start or bool(unread), "replacing": replacing, "image_ids": ids, "unchecked": unchecked,
             "causes": causes, "consent_needed": [p["text"] for p in problems if p["consent"]],
             "unread": [n["name"] for n in unread]}

@@ -1,5 +1,7 @@
 """The serve preflight: every refusal names its cause and fix; consent flags lift only their own refusal."""
 
+import json
+
 import pytest
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import serve_preflight
@@ -173,3 +175,30 @@ def test_a_node_whose_read_failed_is_judged_on_nothing_an_older_run_left(recipe)
     assert plan["image_ids"] == {IMAGE: ["dgx2", "dgx3", "dgx4"]}
     assert plan["unchecked"] == ["dgx1: its serving state (not read: docker is not running on dgx1 (enabled, "
                                  "inactive))"]
+
+
+def test_its_verdicts_on_other_stages_fold_by_the_data_they_carry_never_by_their_words(recipe):
+    """A failed fabric check on dgx2, an unverified checkpoint on dgx3 and two image IDs: each preflight cause says
+    which rows it restates (echo_of), so the doctor folds it where those rows are in the table, and keeps it where
+    none is, whatever its words say."""
+    from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift
+
+    c, nodes = fit_nodes(recipe)
+    nodes[1]["fabric"] = {"ok": False, "message": "no 9000-byte reply"}
+    nodes[2]["serve"]["model"] = dict(nodes[2]["serve"]["model"], verified=False)
+    nodes[3]["serve"]["image_id"] = OTHER
+    _, plan = run(c, nodes)
+    causes = drift.rows_from_result("dgx1", "serve", "Preflight", {"drift": plan["causes"]})
+    assert {(r["node"], json.dumps(r.get("echo_of"), sort_keys=True)) for r in causes} == {
+        ("dgx2", '{"path": true}'), ("dgx3", '{"node": "dgx3", "stage": "model"}'),
+        ("all", '{"on_a_node": true, "stage": "image"}')}
+    alone = drift.dedupe(causes)
+    assert len(alone) == 3  # nothing they restate is in the table: each is the only evidence of its cause
+    theirs = [drift.row("dgx2", "fabric", "enp1s0f0np0 mtu", 9000, 1500, "ip link set", path="10.23.1.0/24"),
+              drift.row("dgx3", "model", "/etc/ds41f/model.json", "present", "absent", "ds41f run model"),
+              drift.row("dgx4", "image", "image spark-ds41f:spark-ds41f-1030", IMAGE, OTHER, "ds41f run image")]
+    assert drift.dedupe(causes + theirs) == drift.dedupe(theirs)
+    reworded = [dict(r, setting="anything at all %d" % i) for i, r in enumerate(causes)]
+    assert drift.dedupe(reworded + theirs) == drift.dedupe(theirs)
+    # the same words without the data are a cause of their own
+    assert len(drift.dedupe([{k: v for k, v in r.items() if k != "echo_of"} for r in causes] + theirs)) == 6

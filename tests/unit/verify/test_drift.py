@@ -69,17 +69,20 @@ def test_an_image_or_checkpoint_that_differs_across_nodes_folds_into_the_node_th
     """A tag removed on dgx3: the image stage names dgx3, so the live check's 'image_id the same on every node' is
     its echo. Without a node row (nothing names why), the cross-node row is the finding; another stage's stays."""
     spread = drift.row("all", "image", "image_id", drift.ACROSS_NODES, "'sha256:a' on dgx1, dgx2; None on dgx3",
-                       "run the image stage")
+                       "run the image stage", echo_of=drift.spread_echo("image"))
     tag = drift.row("dgx3", "image", "image ds41f-lab:lab-1", "sha256:a", "absent", "tag it")
     assert drift.dedupe([spread, tag]) == [tag]
     assert drift.dedupe([spread]) == [spread]
     preflight = drift.row("all", "image", "image ds41f-lab:lab-1 ID", drift.ACROSS_NODES, "707b on dgx1; f629 on dgx2",
-                          "run the image stage")  # the serve preflight's view of the same copies
+                          "run the image stage", echo_of=drift.spread_echo("image"))  # the preflight's view of them
     assert drift.dedupe([spread, preflight, tag]) == [tag]
     assert drift.dedupe([spread, preflight]) == [spread]
-    kernel = drift.row("all", "site_config", "kernel", drift.ACROSS_NODES, "'a' on dgx1; 'b' on dgx2", "boot")
+    kernel = drift.row("all", "site_config", "kernel", drift.ACROSS_NODES, "'a' on dgx1; 'b' on dgx2", "boot",
+                       echo_of=drift.spread_echo("site_config"))
+    assert "echo_of" not in kernel  # a cross-node difference of another stage is a cause of its own
     shard = drift.row("dgx2", "model", "model-00001.safetensors", "sha256 x", "sha256 y", "ds41f run model")
-    digest = drift.row("all", "model", "manifest_digest", drift.ACROSS_NODES, "'x' on dgx1; 'y' on dgx2", "run")
+    digest = drift.row("all", "model", "manifest_digest", drift.ACROSS_NODES, "'x' on dgx1; 'y' on dgx2", "run",
+                       echo_of=drift.spread_echo("model"))
     assert drift.dedupe([kernel, tag, spread, shard, digest]) == [kernel, shard, tag]  # sorted by node
 
 
@@ -90,7 +93,8 @@ def test_the_serve_preflight_s_fabric_verdict_folds_into_the_fabric_check_s_rows
     ends = {("dgx2", "enp1s0f0np0"): "10.23.1.0/24", ("dgx3", "enp1s0f1np1"): "10.23.1.0/24"}
     mtu = drift.row("dgx2", "fabric", "dgx2 enp1s0f0np0 mtu", 9000, 1500, "ip link set dev enp1s0f0np0 mtu 9000")
     ping = drift.row("dgx3", "fabric", "enp1s0f1np1 ping 10.23.1.2 size 8972", "reply", "no reply", "check the path")
-    verdicts = [drift.row(node, "serve", drift.FABRIC_VERDICT, "every path passes", found, "run the fabric stage")
+    verdicts = [drift.row(node, "serve", "fabric check", "every path passes", found, "run the fabric stage",
+                          echo_of=drift.echo(path=True))
                 for node, found in (("dgx2", "dgx2 enp1s0f0np0 MTU 1500 (expected 9000)"),
                                     ("dgx3", "no 9000-byte reply from dgx2 10.23.1.2 over dgx3 enp1s0f1np1"))]
     key = drift.row("dgx1", "serve", "/etc/ds41f/serve/api-key.env attributes", "0600", "0644", "chmod 0600")
@@ -157,8 +161,9 @@ def test_the_serve_preflight_s_checkpoint_verdict_folds_into_the_model_stage_s_r
     serve preflight, which reads that file, says dgx1's checkpoint is not verified. Where the model stage has no row
     on a node (dgx2 here), the verdict is the only evidence and stays."""
     info = drift.row("dgx1", "model", "/etc/ds41f/model.json", "present", "absent", "write /etc/ds41f/model.json")
-    verdicts = [drift.row(node, "serve", "%s /var/lib/ds41f/models/m/0" % drift.CHECKPOINT_VERDICT, "verified",
-                          "/etc/ds41f/model.json names no verified checkpoint", "run the model stage")
+    verdicts = [drift.row(node, "serve", "checkpoint /var/lib/ds41f/models/m/0", "verified",
+                          "/etc/ds41f/model.json names no verified checkpoint", "run the model stage",
+                          echo_of=drift.echo(stage="model", node=node))
                 for node in ("dgx1", "dgx2")]
     assert drift.dedupe([info] + verdicts) == [info, verdicts[1]]
     assert drift.dedupe(verdicts) == verdicts
