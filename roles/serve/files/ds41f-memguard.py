@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """ds41f memory guard: kill the engine container before the host runs out of memory.
 
 Run by ds41f-memguard.service (dgxspark.ds41f serve stage) with a JSON config:

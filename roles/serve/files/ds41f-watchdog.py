@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """ds41f serving watchdog: restart a stalled tensor-parallel group once, then leave it to a person.
 
 Run by ds41f-watchdog.service on the head (dgxspark.ds41f serve stage) with a JSON config:
