@@ -1,6 +1,7 @@
 """Make the collection importable as ansible_collections.dgxspark.ds41f from the working tree."""
 
 import contextlib
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -31,3 +32,37 @@ def tasks(items):
             yield item
         for key in ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers"):
             yield from tasks(item.get(key))
+
+
+# DS41F_UNIT_SAMPLE="SEED:FRACTION" runs that fraction of the collected tests, chosen by SEED (make test's
+# per-version checks on all but one pair: every test runs on one pair, a different third on each of the others
+# each time; `make matrix` alone runs every test on every pair). The choice is stable for a seed, so a failure is
+# replayed with the same value.
+SAMPLE_ENV = "DS41F_UNIT_SAMPLE"
+
+
+def sampled(nodeid, seed, fraction):
+    """Whether ``nodeid`` is in the sample of ``fraction`` that ``seed`` chooses."""
+    digest = hashlib.sha256(("%s %s" % (seed, nodeid)).encode()).digest()
+    return int.from_bytes(digest[:4], "big") < fraction * 2 ** 32
+
+
+def pytest_collection_modifyitems(config, items):
+    value = os.environ.get(SAMPLE_ENV)
+    if not value:
+        return
+    seed, _, fraction = value.partition(":")
+    fraction = float(fraction)
+    if not 0 < fraction <= 1:
+        raise ValueError("%s=%s: the fraction after ':' must lie in (0, 1]" % (SAMPLE_ENV, value))
+    keep = [item for item in items if sampled(item.nodeid, seed, fraction)]
+    left = [item for item in items if not sampled(item.nodeid, seed, fraction)]
+    if left:
+        config.hook.pytest_deselected(items=left)
+    items[:] = keep
+
+
+def pytest_report_header(config):
+    if os.environ.get(SAMPLE_ENV):
+        return "%s=%s: a sample of the tests (seed:fraction), chosen by the seed" % (SAMPLE_ENV, os.environ[SAMPLE_ENV])
+    return None

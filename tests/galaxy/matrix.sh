@@ -39,14 +39,21 @@ mkdir -p "$cache/logs"
 dirs=()
 for pair in "$@"; do dirs+=("$(venv "$pair")"); done  # one at a time: pip downloads
 
-check() {  # check PAIR DIR: the pair's steps in order; "step wall-seconds cpu-seconds rc" lines in its .steps file
-  local name log steps rc real user sys TIMEFORMAT="%R %U %S"
+# MATRIX_UNIT_SAMPLE=FRACTION (make test sets it): the last pair runs every unit test, each other pair that fraction
+# of them, a different one each run (tests/conftest.py's DS41F_UNIT_SAMPLE; the seed is in the pair's log, so a
+# failure replays). Unset, every pair runs every test.
+seed=${MATRIX_UNIT_SEED:-$RANDOM}
+
+check() {  # check PAIR DIR LAST: the pair's steps in order; "step wall-seconds cpu-seconds rc" lines in its .steps file
+  local name log steps rc real user sys sample="" TIMEFORMAT="%R %U %S"
+  if [ -n "${MATRIX_UNIT_SAMPLE:-}" ] && [ "$3" != last ]; then sample="$seed:$MATRIX_UNIT_SAMPLE"; fi
   name=$(basename "$2")
   log="$cache/logs/$name.log" steps="$cache/logs/$name.steps"
   : > "$log"; : > "$steps"
   for step in unit sanity user-project; do
     case $step in
-      unit) cmd=(pytest -q -p no:cacheprovider -m "not lab_engine and not torch" tests/unit) ;;
+      unit) cmd=(env DS41F_UNIT_SAMPLE="$sample" pytest -q -p no:cacheprovider -m "not lab_engine and not torch"
+                 tests/unit) ;;
       sanity) cmd=(env DS41F_SANITY_DIR="${TMPDIR:-/tmp}/ds41f-sanity-$name" tests/galaxy/sanity.sh) ;;
       user-project) cmd=(tests/galaxy/user_project.sh) ;;
     esac
@@ -63,13 +70,15 @@ check() {  # check PAIR DIR: the pair's steps in order; "step wall-seconds cpu-s
 start=$(date +%s)
 pids=()
 for i in "${!dirs[@]}"; do
-  check "${@:i+1:1}" "${dirs[$i]}" &
+  check "${@:i+1:1}" "${dirs[$i]}" "$([ $((i + 1)) = ${#dirs[@]} ] && echo last)" &
   pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
 
 failed=0 cpu_total=0
 echo "== per-version checks: $(( $(date +%s) - start )) s, the pairs at the same time (step: wall s / CPU s)"
+[ -z "${MATRIX_UNIT_SAMPLE:-}" ] || echo "   unit tests: every one on the last pair, a sample of $MATRIX_UNIT_SAMPLE on the others" \
+  "(DS41F_UNIT_SAMPLE=$seed:$MATRIX_UNIT_SAMPLE replays it)"
 for i in "${!dirs[@]}"; do
   name=$(basename "${dirs[$i]}")
   line="$(printf '%-22s' "${@:i+1:1}")"
