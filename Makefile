@@ -180,8 +180,14 @@ LAB_ENGINE_SCENARIOS := ring serve-lab switched verify-doctor
 # The per-version checks in make test run every unit test on the newest pair and a third of them on each other
 # pair (a different third each run: tests/galaxy/matrix.sh); `make matrix` alone runs all of them on every pair.
 CHECKS_MATRIX_SAMPLE ?= 0.34
+# The scenarios make test runs: serve-lab and verify-doctor (serving, the doctor, its mutation sample and the bad
+# day) every time, and CHECKS_SCENARIO_SAMPLE of the others at random (the seed is printed; SCENARIO_SEED=N picks
+# the same ones). `make molecule` runs all of them; its latest run is in docs/measured.md.
+CHECKS_SCENARIOS_ALWAYS := serve-lab verify-doctor
+CHECKS_SCENARIO_SAMPLE ?= 3
 checks: venv
 	@MATRIX_UNIT_SAMPLE="$(CHECKS_MATRIX_SAMPLE)" BESIDE="$(BESIDE)" SCENARIOS="$(SCENARIOS)" \
+	  SCENARIOS_ALWAYS="$(CHECKS_SCENARIOS_ALWAYS)" SCENARIO_SAMPLE="$(CHECKS_SCENARIO_SAMPLE)" \
 	  LAB_ENGINE_SCENARIOS="$(LAB_ENGINE_SCENARIOS)" tests/checks.sh
 
 test: venv host-before checks host-after

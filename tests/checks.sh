@@ -10,10 +10,23 @@
 #             (tests/beside.sh); .cache/beside.log
 # The molecule stream stops at its first failed scenario; the others run to their end either way. Both logs are
 # printed at the end, and any stream failing fails the target.
+# SCENARIO_SAMPLE=N (make test sets it): the scenarios of SCENARIOS_ALWAYS, and N of the others chosen at random,
+# SCENARIO_SEED (printed) choosing them; `make molecule` runs every scenario (its latest run is in docs/measured.md).
 set -uo pipefail
 make="${MAKE:-make} --no-print-directory"
 scenarios=${SCENARIOS:?the scenarios to run}
 engine_scenarios=${LAB_ENGINE_SCENARIOS:-}
+if [ -n "${SCENARIO_SAMPLE:-}" ]; then
+  seed=${SCENARIO_SEED:-$RANDOM}
+  always=() others=()
+  for s in $scenarios; do
+    if [[ " ${SCENARIOS_ALWAYS:-} " == *" $s "* ]]; then always+=("$s"); else others+=("$s"); fi
+  done
+  picked=$(printf '%s\n' "${others[@]}" | shuf -n "$SCENARIO_SAMPLE" --random-source=<(yes "$seed") | sort | xargs)
+  echo "== scenarios: always ${always[*]}; $SCENARIO_SAMPLE of the other ${#others[@]} at random: $picked" \
+       "(SCENARIO_SEED=$seed picks them again; make molecule runs all)"
+  scenarios=$(for s in $scenarios; do [[ " ${always[*]} $picked " == *" $s "* ]] && echo "$s"; done | xargs)
+fi
 without=() with=()
 for s in $scenarios; do
   if [[ " $engine_scenarios " == *" $s "* ]]; then with+=("$s"); else without+=("$s"); fi

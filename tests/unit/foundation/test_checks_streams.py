@@ -60,11 +60,11 @@ def run(tmp_path):
     fake.chmod(0o755)
     calls = tmp_path / "calls"
 
-    def go(fail="none"):
+    def go(fail="none", **extra):
         calls.write_text("")
         env = {"PATH": "/usr/bin:/bin", "MAKE": str(fake), "CALLS": str(calls), "FAIL": fail,
                "BESIDE": "lint matrix", "SCENARIOS": "alpha ring beta serve-lab",
-               "LAB_ENGINE_SCENARIOS": "ring serve-lab"}
+               "LAB_ENGINE_SCENARIOS": "ring serve-lab", **extra}
         out = subprocess.run(["bash", "tests/checks.sh"], cwd=tmp_path, env=env, capture_output=True, text=True,
                              timeout=60)
         return out, calls.read_text().splitlines()
@@ -98,3 +98,27 @@ def test_any_stream_failing_fails_the_checks_and_the_others_run_to_their_end(run
     assert "-k lint matrix" in calls and "unit-engines" in calls
     # A failed scenario stops the molecule stream: the engine's scenarios do not start.
     assert ("molecule SCENARIOS=ring serve-lab" in calls) == (streams != "molecule")
+
+
+def _scenarios_run(calls):
+    return sorted(s for c in calls if c.startswith("molecule SCENARIOS=") for s in c.split("=", 1)[1].split())
+
+
+def test_a_sample_runs_the_scenarios_always_run_and_that_many_others_the_seed_picks_again(run):
+    sample = {"SCENARIOS": "alpha beta gamma ring serve-lab verify", "LAB_ENGINE_SCENARIOS": "ring serve-lab verify",
+              "SCENARIOS_ALWAYS": "serve-lab verify", "SCENARIO_SAMPLE": "2"}
+    picks = []
+    for seed in range(1, 30):
+        out, calls = run(SCENARIO_SEED=str(seed), **sample)
+        assert out.returncode == 0, out.stdout + out.stderr
+        ran = _scenarios_run(calls)
+        assert {"serve-lab", "verify"} <= set(ran) and len(ran) == 4
+        assert "SCENARIO_SEED=%d" % seed in out.stdout
+        assert _scenarios_run(run(SCENARIO_SEED=str(seed), **sample)[1]) == ran  # the seed picks them again
+        engine_call = [c for c in calls if c.startswith("molecule") and "serve-lab" in c][0]
+        assert set(engine_call.split("=", 1)[1].split()) <= {"ring", "serve-lab", "verify"}  # still after the build
+        assert calls.index("engine sglang-parser proxy-nginx") < calls.index(engine_call)
+        picks.append(set(ran) - {"serve-lab", "verify"})
+    assert set().union(*picks) == {"alpha", "beta", "gamma", "ring"}  # every other scenario gets its turn
+    out, calls = run(**{k: v for k, v in sample.items() if k != "SCENARIO_SAMPLE"})
+    assert _scenarios_run(calls) == sorted(sample["SCENARIOS"].split())  # no sample: every scenario
