@@ -67,7 +67,10 @@ def add_parser(sub):
     p = sub.add_parser("bench", help="the serving benchmark a release is qualified with: quality gate, decode, "
                                      "prefill, prefix, admission, sampled, compliance, precision, portable; "
                                      "compares with a reference and exits non-zero on a regression")
-    p.add_argument("--url", default="http://127.0.0.1:8000", help="the server (the head node's API)")
+    p.add_argument("--url", default="http://127.0.0.1:8000", help="the server (the head node's API; https:// where "
+                                                                  "the site gives it a certificate)")
+    p.add_argument("--ca-file", help="an https:// server's certificate must verify against this file alone: the "
+                                     "site's serve_tls_certificate (default: the system's CAs)")
     p.add_argument("--model", help="served model name (default: the server's first)")
     p.add_argument("--api-key-file", help="file holding the API key (KEY or VLLM_API_KEY=KEY), - for standard input; "
                                           "default: $DS41F_API_KEY, else none. Never give the key itself as an "
@@ -237,11 +240,32 @@ def _monitor(args, hosts, loopback, log):
     return memory.Monitor(nodes, guard, args.memory_interval, log), None
 
 
+class TrustError(ValueError):
+    """--ca-file that cannot be trusted as given."""
+
+
+def trust(url, ca_file):
+    """The client's TLS trust: ``ca_file`` alone (the site's certificate, as the collection's clients trust it)."""
+    if not ca_file:
+        return
+    if urlsplit(url).scheme != "https":
+        raise TrustError("--ca-file %s: the URL %s is not https://. Fix: give the https:// URL of the API, or no "
+                         "--ca-file" % (ca_file, url))
+    paths.import_collection()
+    from ansible_collections.dgxspark.ds41f.plugins.plugin_utils import tls
+
+    try:
+        client.trust(tls.client_context(ca_file))
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError: a file that holds no certificate
+        raise TrustError("--ca-file %s: %s. Fix: name the site's certificate file (PEM)" % (ca_file, exc)) from None
+
+
 def run(args, log=print):
     try:
         task = quality.load_task(args.quality_task)
         check_gate_inputs(args)
-    except (quality.TaskError, qeval.PanelError, kl_gate.KLReferenceError) as exc:
+        trust(args.url, args.ca_file)
+    except (quality.TaskError, qeval.PanelError, kl_gate.KLReferenceError, TrustError) as exc:
         log("ds41f bench: %s" % exc)
         return report.EXIT_STOPPED
     site = site_file(args.inventory)

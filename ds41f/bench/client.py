@@ -1,7 +1,8 @@
 """A small async client for an OpenAI-compatible server: streaming chat completions, timed per chunk.
 
-Plain HTTP/1.1 over asyncio streams (the API of a cluster's head node is plain HTTP), so the bench adds
-no library of its own between the socket and the clock: bench/client_overhead measures what it adds.
+Plain HTTP/1.1 over asyncio streams, TLS for https:// (a site's API with a certificate: ``trust`` names the file the
+server's certificate must verify against), so the bench adds no library of its own between the socket and the
+clock: bench/client_overhead measures what it adds.
 Token counts come from the final ``usage`` chunk (``stream_options.include_usage``), never from counting
 chunks: a chunk may carry several tokens, or none.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import ssl
 import time
 from urllib.parse import urlsplit
 
@@ -19,11 +21,24 @@ class RequestError(RuntimeError):
     """A request that did not complete (HTTP status, broken stream, or no usage)."""
 
 
+# What https:// connections trust: the system's CAs, unless ``trust`` names the site's certificate file.
+_TLS = {"context": None}
+
+
+def trust(context):
+    """The ssl.SSLContext every https:// request of this process verifies the server with."""
+    _TLS["context"] = context
+
+
 async def _open(url):
     parts = urlsplit(url)
-    if parts.scheme != "http":
-        raise RequestError("%s: only http:// endpoints are supported (the head node's API)" % url)
-    reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+    if parts.scheme not in ("http", "https"):
+        raise RequestError("%s: only http:// and https:// endpoints are supported (the head node's API)" % url)
+    if parts.scheme == "http":
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+    else:
+        context = _TLS["context"] or ssl.create_default_context()
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 443, ssl=context)
     return parts, reader, writer
 
 

@@ -5,11 +5,13 @@
 
 from __future__ import annotations
 
+import os
+
 import yaml
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import exposure, firewall, live_checks, nccl
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import exposure, firewall, live_checks, nccl, proxy
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import host_fact, plain
 from ansible_collections.dgxspark.ds41f.plugins.modules import doctor_checks as module_doc
 
@@ -21,7 +23,8 @@ class ActionModule(ActionBase):
     @staticmethod
     def _exposure(hosts, hostvars, wanted, unchecked):
         """Every port each node listens on beyond loopback, tried from here: only SSH, and the API on the head,
-        may accept (``wanted``: ssh_port, api_port)."""
+        may accept (``wanted``: ssh_port, api_port); with TLS (``wanted``: tls_certificate, proxy_dir), the API
+        presents the site's certificate."""
         if not wanted:
             return []
         targets, allowed = {}, {}
@@ -35,7 +38,18 @@ class ActionModule(ActionBase):
             targets[host] = (hv.get("ansible_host") or host, sorted({port for _, port in ports}))
             allowed[host] = {int(wanted["ssh_port"])} | ({int(wanted["api_port"])} if hv.get("spark_is_head")
                                                          else set())
-        return exposure.findings(exposure.probe(targets), allowed, ("nft_table", firewall.TABLE))
+        opened = exposure.probe(targets)
+        rows = exposure.findings(opened, allowed, ("nft_table", firewall.TABLE))
+        head = next((h for h in targets if hostvars[h].get("spark_is_head")), None)
+        if wanted.get("tls_certificate") and head:
+            from ansible_collections.dgxspark.ds41f.plugins.plugin_utils import tls  # cryptography: only with TLS
+
+            port = int(wanted["api_port"])
+            found, skipped = tls.findings(head, targets[head][0], port, wanted["tls_certificate"], os.path.join(
+                wanted["proxy_dir"], proxy.TLS_CERTIFICATE), opened.get((head, port), False))
+            rows += found
+            unchecked.extend(skipped)
+        return rows
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)

@@ -36,6 +36,15 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
 
+    def vault_file(self, path):
+        """A vault-encrypted file's bytes, opened with the run's vault secrets as the file lookup opens it."""
+        real = self._loader.get_real_file(path, decrypt=True)
+        try:
+            with open(real, "rb") as handle:
+                return handle.read()
+        finally:
+            self._loader.cleanup_tmp_file(real)
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         self.validate_argument_spec(argument_spec=checks.doc_spec(module_doc.DOCUMENTATION, yaml.safe_load))
@@ -71,7 +80,7 @@ class ActionModule(ActionBase):
             # Which names the site's vars: sets (their values are in hostvars, templated), for the messages' origins.
             site = dict(site, vars={name: None for name in plain(hostvars[hosts[0]]["spark_site_vars"])})
         cluster, problems = validation.check(site, hosts, host_values, specs,
-                                             recipe_files(), extra)
+                                             recipe_files(), extra, self.vault_file)
         if problems:
             result.update(failed=True, problems=[str(p) for p in problems],
                           msg="invalid site or recipe (%d problem%s):\n%s" % (
@@ -84,6 +93,10 @@ class ActionModule(ActionBase):
                               cluster.shape.name, len(cluster.nodes), len(cluster.cable_table()),
                               len(host_values[hosts[0]]), len(specs), validation.parser_note(host_values[hosts[0]]),
                               validation.table_note(host_values[hosts[0]])))
+        warnings = validation.tls_notices(host_values.get(cluster.head.name) or {}, cluster.head.address,
+                                          self.vault_file)
+        if warnings:
+            result["warnings"] = warnings
         if unchecked:
             # The stage plays skip the roles' own per-host spec check (this one covers it): say what it could not.
             result["not_checked"] = sorted(unchecked)

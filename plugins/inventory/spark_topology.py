@@ -29,6 +29,8 @@ description:
     is not the pinned one is unreachable. The cluster group carries the pinned entries of its nodes as
     C(spark_known_hosts) (the serve stage gives them to the head's watchdog) and the file's path as
     C(spark_known_hosts_file).
+  - The cluster group carries the site file's folder as C(spark_site_dir). A file the site names on the controller
+    by a relative path (C(serve_tls_certificate), C(serve_tls_key)) is read from there.
 options:
   plugin:
     description: The name of this plugin.
@@ -127,7 +129,10 @@ class InventoryModule(BaseInventoryPlugin):
         except topology.TopologyError as exc:
             raise AnsibleParserError(str(exc)) from exc
         self.populate(cluster, site)
-        self.pin_host_keys(cluster, os.path.join(os.path.dirname(os.path.abspath(path)), known_hosts.FILE_NAME))
+        site_dir = os.path.dirname(os.path.abspath(path))
+        # Files the site names on the controller (its TLS certificate and key) may be relative to it.
+        self.inventory.set_variable("spark_cluster", "spark_site_dir", site_dir)
+        self.pin_host_keys(cluster, os.path.join(site_dir, known_hosts.FILE_NAME))
 
     def pin_host_keys(self, cluster, pinned):
         """Every node checked against the site's known_hosts (absent: no node is reachable until it is recorded)."""

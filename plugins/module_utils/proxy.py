@@ -7,7 +7,9 @@ vLLM's key covers /v1, /v2 and /inference, not /invocations, /tokenize, /metrics
 security guide); SGLang's leaves /health, /ready and /metrics open. The proxy asks for the key on every path, so
 a route an engine adds tomorrow is keyed too: ``/health`` alone answers without it, and ``/metrics`` also from
 the named scrape addresses. It listens on loopback (the head's own probes) and on the addresses the site names
-(``serve_listen``); the engine listens on ``127.0.0.1:<serve_engine_port>``.
+(``serve_listen``); the engine listens on ``127.0.0.1:<serve_engine_port>``. With the site's certificate
+(``serve_tls_certificate``), every listener but loopback speaks TLS only: loopback stays plain HTTP, so the head's
+own probes (readiness, smoke, watchdog, status) need no certificate and no name to check it by.
 
 Pure Python: the serve stage's module renders with it, the tests read it.
 """
@@ -18,6 +20,10 @@ import ipaddress
 import string
 
 OPEN_PATHS = ("/health",)
+# The site's certificate and key in the proxy's folder (serve_tls_certificate, serve_tls_key).
+TLS_CERTIFICATE, TLS_KEY = "tls.crt", "tls.key"
+# Every TLS client of today speaks 1.2 or 1.3; older versions have known attacks.
+TLS_PROTOCOLS = "TLSv1.2 TLSv1.3"
 # A key travels inside the nginx config: only characters that need no quoting there (the generated keys are
 # URL-safe base64).
 KEY_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-._~+/=")
@@ -57,6 +63,16 @@ def listeners(listen, port):
     return out
 
 
+def listen_lines(listen, port, tls=False):
+    """nginx's ``listen`` parameters: ``listeners``, and with ``tls`` every one but loopback with ``ssl`` (loopback
+    stays plain, also beside ``0.0.0.0``: nginx tells them apart by the local address)."""
+    out = listeners(listen, port)
+    if not tls:
+        return out
+    loopback = "127.0.0.1:%d" % port
+    return [loopback] + ["%s ssl" % x for x in out if x != loopback]
+
+
 def key_map(key):
     """The included file that holds the key: nginx's map from the Authorization header to 1 (the key) or 0."""
     problem = key_problem(key)
@@ -72,10 +88,14 @@ def key_map(key):
 OPEN_KEY_MAP = "map $http_authorization $ds41f_key_ok {\n\tdefault 1;\n}\n"
 
 
-def config(listen, port, engine_port, key_file, metrics_clients=()):
-    """nginx.conf for the proxy. ``key_file``: the included map (``key_map``), which holds the key."""
+def config(listen, port, engine_port, key_file, metrics_clients=(), tls=None):
+    """nginx.conf for the proxy. ``key_file``: the included map (``key_map``), which holds the key; ``tls``: the
+    (certificate, key) files the site's listeners serve TLS with, or None for plain HTTP."""
     scrapers = ["\t%s 1;" % ipaddress.ip_address(str(a)) for a in metrics_clients or []]
-    server_listen = "".join("\t\tlisten %s;\n" % x for x in listeners(listen, port))
+    server_listen = "".join("\t\tlisten %s;\n" % x for x in listen_lines(listen, port, bool(tls)))
+    if tls:
+        server_listen += "\t\tssl_certificate %s;\n\t\tssl_certificate_key %s;\n\t\tssl_protocols %s;\n" % (
+            tls[0], tls[1], TLS_PROTOCOLS)
     refusal = ('\t\t\tif ($ds41f_key_ok = 0) { add_header WWW-Authenticate Bearer always; return 401 '
                '\'{"error": {"message": "missing or wrong API key", "type": "unauthorized", "code": 401}}\'; }\n')
     return "".join([

@@ -36,12 +36,15 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils.topology import Pro
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # Variables the inventory plugin derives; a different value in hostvars means the inventory was edited by hand.
 DERIVED = ("spark_rank", "spark_links", "spark_nccl_hcas", "ansible_host")
+# The site file's folder (the inventory plugin's): files the site names on the controller are read from it.
+SITE_DIR = "spark_site_dir"
+TLS_FIELDS = ("serve_tls_certificate", "serve_tls_key")
 
 
 def variable_names(specs):
     """Every recipe variable the validation reads."""
     declared = {name for options in specs.values() for name in options}
-    return sorted(declared | set(launch.VAR_NAMES) | {"serve_max_model_len", "host_baseline_health"})
+    return sorted(declared | set(launch.VAR_NAMES) | {"serve_max_model_len", "host_baseline_health", SITE_DIR})
 
 
 @functools.lru_cache(maxsize=1)
@@ -156,11 +159,12 @@ def table_note(values):
     return "serve_args checked against the flag table of %s" % engine_flags.table(engine)["name"]
 
 
-def check(site, hosts, host_values, specs, recipe_files=None, extra_vars=None):
+def check(site, hosts, host_values, specs, recipe_files=None, extra_vars=None, vault=None):
     """(cluster or None, [Problem]) for a site and each host's variables.
 
     ``host_values``: {host: {name: value}} (plain data, templated); ``specs``: recipe.load_role_specs();
-    ``recipe_files``: {name: (file, raw value)} of the collection recipe; ``extra_vars``: the run's -e.
+    ``recipe_files``: {name: (file, raw value)} of the collection recipe; ``extra_vars``: the run's -e;
+    ``vault(path)``: a vault-encrypted file's bytes (the site's TLS key may be one).
     """
     if not site:
         return None, [Problem("inventory", "the hosts are not from the dgxspark.ds41f.spark_topology inventory plugin.",
@@ -203,7 +207,8 @@ def check(site, hosts, host_values, specs, recipe_files=None, extra_vars=None):
                  if name in recipe.LISTENERS and isinstance(spec.get("default"), int)}
         found = recipe.check_vars(values, specs, where)
         refused = {p.field for p in found}  # a cross-field rule does not refuse again what a variable's form did
-        found += [p for p in recipe.cross_checks(cluster, dict(ports, **values)) if p.field not in refused]
+        found += [p for p in recipe.cross_checks(cluster, dict(ports, **values)) + tls_problems(values, vault)
+                  if p.field not in refused]
         fields = {p.field for p in found}  # an env key another rule refused already is not named twice
         set_names = set(values) | set(extra_vars or {})
         add(found + [p for p in site_problems(cluster, site, values, specs, where, set_names)
@@ -211,6 +216,28 @@ def check(site, hosts, host_values, specs, recipe_files=None, extra_vars=None):
     if not problems:  # render only a recipe whose values have the declared types
         add(launch_problems(cluster, {h: host_values.get(h) or {} for h in names}))
     return cluster, with_destinations(problems, specs)
+
+
+def _tls(values):
+    """plugin_utils/tls.py (cryptography, the controller's), imported only where the site names a TLS file."""
+    if not any(values.get(name) for name in TLS_FIELDS):
+        return None
+    from ansible_collections.dgxspark.ds41f.plugins.plugin_utils import tls
+
+    return tls
+
+
+def tls_problems(values, vault=None):
+    """The site's TLS certificate and key, refused as the validation refuses any value."""
+    tls = _tls(values)
+    return [Problem(*p) for p in tls.problems(values, vault)] if tls else []
+
+
+def tls_notices(values, head_address, vault=None):
+    """What clients will object to in a valid certificate, as '<field>: <text>. Fix: <fix>.' lines: the
+    validation warns, never refuses (plugin_utils/tls.py says why)."""
+    tls = _tls(values)
+    return ["%s: %s. Fix: %s." % n for n in tls.notices(values, head_address, vault=vault)] if tls else []
 
 
 def with_destinations(problems, specs):

@@ -69,6 +69,11 @@ options:
         reading) is tried from the controller on the node's address, all at once with a 1.5 s timeout; a port
         that accepts and is neither SSH nor, on the head, the API is an error whose cause is the node's firewall
         table.
+      - With C(tls_certificate) (the site's certificate on the controller, C(serve_tls_certificate) resolved) and
+        C(proxy_dir) (C(serve_proxy_dir)), the API port of the head is also asked for a TLS handshake that the
+        site's file alone verifies, and must present that very certificate; anything else is an error whose cause
+        is the head's copy of the certificate. The site's certificate expired or not yet valid is an error, expiring
+        within 30 days a warning.
     type: dict
   fail_on_error:
     description:

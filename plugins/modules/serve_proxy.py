@@ -17,6 +17,11 @@ description:
     the config includes (C(key.conf) in O(conf_dir), 0600); it is never an argument nor in the result.
   - Tests a new config with C(nginx -t) before it replaces the old one, then restarts the unit. Stops and disables
     the distribution's own C(nginx.service) (its default site listens on port 80).
+  - With O(tls_certificate) and O(tls_key) (the site's files, read on the controller), every listener but loopback
+    speaks TLS only, with that certificate; loopback stays plain HTTP for the head's own probes. The two are kept
+    in O(conf_dir) as C(tls.crt) (0644) and C(tls.key) (0600, root); a changed pair reloads nginx (C(systemctl
+    reload), which tests the config first). Without them, files left there from an earlier TLS setting are
+    removed.
   - Reads which sockets listen on O(port) and O(engine_port). The engine's port on anything but loopback is a row
     (an engine that still serves every interface).
   - Installs the distribution's C(nginx) package when nginx is missing (apt).
@@ -28,7 +33,7 @@ options:
     choices: [present, absent]
     default: present
   conf_dir:
-    description: The proxy's folder (0700), with C(nginx.conf) and C(key.conf).
+    description: The proxy's folder (0700), with C(nginx.conf), C(key.conf) and, with TLS, C(tls.crt) and C(tls.key).
     type: path
     default: /etc/ds41f/proxy
   unit:
@@ -56,13 +61,24 @@ options:
     type: list
     elements: str
     default: []
+  tls_certificate:
+    description:
+      - The site's certificate (PEM, the server's first, then any chain), as the controller read it
+        (C(serve_tls_certificate)). With O(tls_key); omitted, the proxy serves plain HTTP.
+    type: str
+  tls_key:
+    description:
+      - The site's private key of O(tls_certificate) (PEM, no passphrase), as the controller read it
+        (C(serve_tls_key)). Never in the result, the diff or a row.
+    type: str
 attributes:
   check_mode:
     support: full
     description: Reads the files, the units and the listening sockets; writes, tests and restarts nothing.
   diff_mode:
     support: full
-    description: The config and the unit before and after (the key file's content is never shown).
+    description: The config, the certificate and the unit before and after (the key files' content is never
+      shown).
   idempotent:
     support: full
     description: A second run finds the files as wanted and the unit active, and restarts nothing.
@@ -115,7 +131,7 @@ LOOPBACK = ("127.0.0.1", "[::1]", "::1")
 
 def read(path):
     try:
-        with open(path) as handle:
+        with open(path, newline="") as handle:  # as written: a site's PEM file may end its lines with CRLF
             return handle.read()
     except FileNotFoundError:
         return None
@@ -159,15 +175,37 @@ MODULE_SPEC = dict(
         "engine_port": {"type": "int", "required": True},
         "key_file": {"type": "path"},
         "metrics_clients": {"type": "list", "elements": "str", "default": []},
+        "tls_certificate": {"type": "str"},
+        "tls_key": {"type": "str", "no_log": True},
     },
+    required_together=[("tls_certificate", "tls_key")],
     supports_check_mode=True,
 )
+
+
+def tls_pair(plan, paths, certificate, key):
+    """Keep the site's certificate (0644) and key (0600) at ``paths``; whether either was (or would be) written.
+    The key's bytes are never in a row or a diff."""
+    changed = False
+    for path, text, mode, what in ((paths[0], certificate, "0644", "certificate"), (paths[1], key, "0600", "key")):
+        have = read(path)
+        if have != text:
+            shown = (have, text) if what == "certificate" else ("(not shown)" if have is not None else None,
+                                                                "(not shown)")
+            plan.change("%s (the site's TLS %s)" % (path, what), "the site's %s (serve_tls_%s)" % (what, what),
+                        "absent" if have is None else "another %s" % what, "write %s" % path,
+                        lambda path=path, text=text, mode=mode: write_file(path, text, int(mode, 8)),
+                        about=("file", path), diff=shown)
+            changed = True
+        plan.file_attributes(path, mode)
+    return changed
 
 
 def run(module):
     p = module.params
     plan = Plan(module, fix="ds41f run serve")  # every row's fix: the operator's command
     conf, key_conf = os.path.join(p["conf_dir"], "nginx.conf"), os.path.join(p["conf_dir"], "key.conf")
+    tls_files = (os.path.join(p["conf_dir"], proxy.TLS_CERTIFICATE), os.path.join(p["conf_dir"], proxy.TLS_KEY))
     unit_path = os.path.join(UNIT_DIR, p["unit"])
     found = listening(module, (p["port"], p["engine_port"]))
     if p["state"] == "absent":
@@ -176,7 +214,7 @@ def run(module):
             plan.change("%s running" % p["unit"], "absent", "present", "systemctl disable --now %s" % p["unit"],
                         lambda: module.run_command(["systemctl", "disable", "--now", p["unit"]], check_rc=True),
                         about=("unit", p["unit"]))
-        for path in (unit_path, conf, key_conf):
+        for path in (unit_path, conf, key_conf) + tls_files:
             if read(path) is not None:
                 plan.change(path, None, "present", "remove %s" % path, lambda path=path: os.remove(path),
                             about=("file", path))
@@ -190,7 +228,8 @@ def run(module):
                          "ds41f run serve writes it (serve_api_key, or a generated key)." % p["key_file"])
     try:
         key_text = proxy.key_map(key) if key else proxy.OPEN_KEY_MAP
-        wanted = proxy.config(p["listen"], p["port"], p["engine_port"], key_conf, p["metrics_clients"])
+        wanted = proxy.config(p["listen"], p["port"], p["engine_port"], key_conf, p["metrics_clients"],
+                              tls_files if p["tls_certificate"] else None)
     except proxy.ProxyError as exc:
         module.fail_json(msg=str(exc))
     plan.manages("directory", p["conf_dir"], mode="0700")
@@ -207,6 +246,8 @@ def run(module):
                     lambda: write_file(key_conf, key_text, 0o600), about=("file", key_conf),
                     diff=("(not shown)" if read(key_conf) is not None else None, "(not shown)"))
         restart = True
+    # Before the config that names them (nginx -t reads them); a new pair alone is a reload.
+    reload = bool(p["tls_certificate"]) and tls_pair(plan, tls_files, p["tls_certificate"], p["tls_key"])
     if read(conf) != wanted:
         def write_conf():
             write_file(conf + ".new", wanted)
@@ -235,6 +276,16 @@ def run(module):
                     "its config", "systemctl restart %s" % p["unit"],
                     lambda: module.run_command(["systemctl", "restart", p["unit"]], check_rc=True),
                     about=("unit", p["unit"]), row=active != "active")
+    elif reload:
+        plan.change("%s certificate" % p["unit"], "the site's", "an older one", "systemctl reload %s" % p["unit"],
+                    lambda: module.run_command(["systemctl", "reload", p["unit"]], check_rc=True),
+                    about=("unit", p["unit"]), row=False)
+    if not p["tls_certificate"]:
+        for path in tls_files:  # TLS turned off, after the config that no longer names them
+            plan.manages("file", path, state="absent")
+            if read(path) is not None:
+                plan.change(path, None, "present", "remove %s" % path, lambda path=path: os.remove(path),
+                            about=("file", path))
     plan.manages("unit", DISTRO_UNIT, enabled=False, active=False)
     for state, wanted_state, verb in (("is-active", "inactive", "stop"), ("is-enabled", "disabled", "disable")):
         now = systemctl(module, state, DISTRO_UNIT)

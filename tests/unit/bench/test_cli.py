@@ -4,6 +4,7 @@ import pytest
 
 from ds41f import cli
 from ds41f.bench import cli as bench_cli
+from tests.unit import certificates as certs
 
 
 def test_lists_and_choices_parse():
@@ -74,3 +75,14 @@ def test_converge_on_sets_every_point_that_has_the_metric():
     default, _ = resolved()
     precision = runner.Bench("http://127.0.0.1:1", "m", default).precision_points()
     assert {(p.converge, p.min_samples, p.max_samples) for p in precision} == {("step_ms", 5, 12)}
+
+
+def test_the_ca_file_is_for_an_https_url_and_must_hold_a_certificate(tmp_path):
+    cert, key, _ = certs.pair(tmp_path)
+    with pytest.raises(bench_cli.TrustError, match="is not https://"):
+        bench_cli.trust("http://192.0.2.11:8000", str(cert))
+    for bad in (tmp_path / "missing.pem", key):  # no file; a file without a certificate
+        with pytest.raises(bench_cli.TrustError, match="Fix: name the site's certificate file"):
+            bench_cli.trust("https://192.0.2.11:8000", str(bad))
+    args = cli.parser().parse_args(["bench", "--url", "https://192.0.2.11:8000", "--ca-file", str(cert)])
+    assert args.ca_file == str(cert)

@@ -2,10 +2,15 @@
 
 import asyncio
 import http.server
+import ssl
 import threading
 from types import SimpleNamespace
 
+import pytest
+
+from ansible_collections.dgxspark.ds41f.plugins.plugin_utils import tls
 from ds41f.bench import client, runner
+from tests.unit import certificates as certs
 
 
 def feed(data):
@@ -100,3 +105,34 @@ def test_what_is_past_the_servers_context_is_recorded_and_never_sent():
     out = asyncio.run(admission.run(bench))
     assert out["passed"] is False and out["why"].startswith("one 4096-token context with 128 output tokens is past")
     assert bench.requests == 0
+
+
+def test_https_verifies_the_server_against_the_trusted_certificate_alone(tmp_path):
+    """A loopback HTTPS server with a certificate made here: trusted through the site's file, refused otherwise."""
+    cert, key, _ = certs.pair(tmp_path, ips=("127.0.0.1",))
+
+    class Models(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the handler's protocol name
+            self.send_response(200 if self.headers.get("Authorization") == "Bearer k" else 401)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = "https://127.0.0.1:%d/v1/models" % server.server_port
+    try:
+        client.trust(tls.client_context(str(cert)))
+        assert asyncio.run(client.request(url, api_key="k")) == (200, b"ok")
+        client.trust(None)
+        with pytest.raises(ssl.SSLCertVerificationError):  # the system's CAs do not know a certificate made here
+            asyncio.run(client.request(url, api_key="k"))
+    finally:
+        client.trust(None)
+        server.shutdown()

@@ -50,3 +50,29 @@ def test_the_probe_asks_every_route_of_the_table_and_what_engines_serve_outside_
     assert proxy.keyless_verdict("/invocations", 401) is None
     assert proxy.keyless_verdict("/invocations", 405) == "HTTP 405 without the key"
     assert proxy.keyless_verdict("/tokenize", 0) == "HTTP 0 without the key"
+
+
+LISTEN_CASES = [[], ["192.168.1.11"], ["192.168.1.11", "10.12.0.1"], ["127.0.0.1", "192.168.1.11"], ["0.0.0.0"],
+                ["0.0.0.0", "fd00::11"], ["fd00::11"]]
+TLS_FILES = ("/etc/ds41f/proxy/tls.crt", "/etc/ds41f/proxy/tls.key")
+
+
+def listen_lines(text):
+    return [line.strip()[len("listen "):-1] for line in text.splitlines() if line.strip().startswith("listen ")]
+
+
+@pytest.mark.parametrize("listen", LISTEN_CASES, ids=[",".join(c) or "loopback only" for c in LISTEN_CASES])
+def test_with_tls_every_listener_but_loopback_is_tls_and_without_none_is(listen):
+    plain = proxy.config(listen, 8000, 18000, "/etc/ds41f/proxy/key.conf")
+    tls = proxy.config(listen, 8000, 18000, "/etc/ds41f/proxy/key.conf", tls=TLS_FILES)
+    assert not any(word in plain for word in ("ssl", "tls.crt", "tls.key"))
+    assert listen_lines(plain) == proxy.listeners(listen, 8000)
+    lines = listen_lines(tls)
+    # Loopback stays plain HTTP, first, even where 0.0.0.0 covers it (nginx tells them apart by the local address).
+    assert lines[0] == "127.0.0.1:8000"
+    assert lines[1:] == ["%s ssl" % x for x in proxy.listeners(listen, 8000) if x != "127.0.0.1:8000"]
+    assert "ssl_certificate %s;" % TLS_FILES[0] in tls and "ssl_certificate_key %s;" % TLS_FILES[1] in tls
+    assert "ssl_protocols TLSv1.2 TLSv1.3;" in tls
+    # The rest of the config, the key's locations above all, is the same with or without TLS.
+    assert [x for x in tls.splitlines() if "listen" not in x and "ssl" not in x] == [
+        x for x in plain.splitlines() if "listen" not in x]

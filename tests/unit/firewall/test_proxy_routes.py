@@ -7,6 +7,7 @@ that answers 200 to anything, so a 200 seen through the proxy means the request 
 ``make sglang-parser`` provide the engines."""
 
 import ast
+import contextlib
 import http.server
 import json
 import os
@@ -96,36 +97,47 @@ class Anything(http.server.BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = answer
 
 
-@pytest.fixture(scope="module")
-def api(tmp_path_factory):
+def local_config(conf, folder):
+    """The node's config as it is, with this test's own pid file and temp folders (nginx runs as this user here)."""
+    return conf.replace("pid /run/ds41f-proxy.pid;", "pid %s/nginx.pid;" % folder).replace(
+        "http {\n", "http {\n" + "".join("\t%s_temp_path %s/%s;\n" % (t, folder, t) for t in (
+            "client_body", "proxy", "fastcgi", "uwsgi", "scgi")), 1)
+
+
+@contextlib.contextmanager
+def proxied(folder, listen=(), tls=None, handler=Anything):
+    """nginx with the serve stage's config (listening on ``listen`` beside loopback, with ``tls`` files) in front
+    of ``handler`` on loopback, run from ``folder``: yields (its port, the nginx process) once loopback accepts."""
     if not NGINX.exists():
         pytest.fail("nginx is not unpacked. Fix: make proxy-nginx")
-    folder = tmp_path_factory.mktemp("proxy")
-    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Anything)
+    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     port = free_port()
     (folder / "key.conf").write_text(proxy.key_map(KEY))
-    conf = proxy.config([], port, upstream.server_port, str(folder / "key.conf"))
-    # The node's config as it is, with this test's own pid file and temp folders (nginx runs as this user here).
-    conf = conf.replace("pid /run/ds41f-proxy.pid;", "pid %s/nginx.pid;" % folder).replace(
-        "http {\n", "http {\n" + "".join("\t%s_temp_path %s/%s;\n" % (t, folder, t) for t in (
-            "client_body", "proxy", "fastcgi", "uwsgi", "scgi")), 1)
-    (folder / "nginx.conf").write_text(conf)
+    conf = proxy.config(list(listen), port, upstream.server_port, str(folder / "key.conf"), tls=tls)
+    (folder / "nginx.conf").write_text(local_config(conf, folder))
     server = subprocess.Popen([str(NGINX), "-p", str(folder), "-c", str(folder / "nginx.conf"), "-g",
                                "daemon off;"], stderr=subprocess.PIPE, text=True)
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    else:
-        server.kill()
-        pytest.fail("nginx did not start: %s" % server.stderr.read())
-    yield "http://127.0.0.1:%d" % port
-    server.terminate()
-    server.wait(10)
-    upstream.shutdown()
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            pytest.fail("nginx did not start: %s" % server.stderr.read())
+        yield port, server
+    finally:
+        server.terminate()
+        server.wait(10)
+        upstream.shutdown()
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    with proxied(tmp_path_factory.mktemp("proxy")) as (port, _):
+        yield "http://127.0.0.1:%d" % port
 
 
 def status(url, key=None, method="GET"):

@@ -13,8 +13,8 @@ import yaml
 
 from tests.conftest import ROOT, TASK_FILES, tasks
 
-# The variables that hold the API key, or a result that holds it.
-SECRETS = re.compile(r"\b(serve_api_key_value|serve_api_key|day2_key|serve__api_key_read)\b")
+# The variables that hold the API key (or the TLS key), or a result that holds it.
+SECRETS = re.compile(r"\b(serve_api_key_value|serve_api_key|day2_key|serve__api_key_read|serve_tls_key)\b")
 CONTROL = {"name", "when", "register", "tags", "loop", "loop_control", "delegate_to", "run_once", "changed_when",
            "failed_when", "check_mode", "become", "notify", "listen", "no_log", "ignore_errors", "until", "retries",
            "delay", "timeout", "block", "rescue", "always", "environment", "any_errors_fatal", "args"}
