@@ -143,7 +143,8 @@ def cmd_doctor(args):
             passthrough += [flag, value]
     argv = [runs.tool("ansible-playbook")] + runs.playbook_argv(
         paths.PLAYBOOKS / "doctor.yml", inventory, check=True, limit=args.limit,
-        extra_vars=list(args.extra_vars) + (['{"ds41f_collective": true}'] if args.collective else []),
+        extra_vars=list(args.extra_vars) + (['{"ds41f_collective": true}'] if args.collective else [])
+        + (['{"ds41f_deep": true}'] if args.deep else []),
         passthrough=passthrough)
     result = runs.run_tee("doctor", argv, dict(env, **doctor_env(report, args.png), **runs.budget_env("doctor")))
     errors = doctor_errors(report)
@@ -267,6 +268,9 @@ def parser():
     doctor.add_argument("-e", "--extra-vars", action="append", default=[])
     doctor.add_argument("--collective", action="store_true", help="also run the collective check (ds41f "
                                                                    "collective): a failing rank is a row")
+    doctor.add_argument("--deep", action="store_true", help="first hash every file of every node's checkpoint in "
+                        "full (the model stage's scrub, which its timer runs every model_scrub_period), each node "
+                        "within model_scrub_timeout; a file whose bytes changed under a kept size and mtime is a row")
     doctor.add_argument("--report-dir", help="where doctor.json, doctor.md and topology.svg go "
                                              "(default: reports/doctor/<UTC time>)")
     doctor.add_argument("--png", action="store_true", help="also draw the picture as topology.png (matplotlib, "

@@ -21,9 +21,9 @@ STEP_MODULES = (
     "api_key_file", "docker_daemon", "engine_log", "fabric_check", "fabric_inventory", "fabric_links",
     "fabric_preflight", "fabric_transit", "grub_boot", "host_firewall", "kernel_packages", "live_state",
     "lldp_neighbors", "managed_files", "memory_guard", "memory_saver", "model_check", "model_fetch",
-    "model_fragmentation", "model_manifest", "mok_key", "netplan_cx7", "node_facts", "node_qualify", "package_purged",
-    "serve_facts", "serve_probe", "serve_proxy", "serve_release", "serve_smoke", "spark_host", "spark_tuning",
-    "sshd_effective", "swap_file", "sysctl_file", "unit_policy", "watchdog_access", "watchdog_key",
+    "model_fragmentation", "model_manifest", "model_scrub", "mok_key", "netplan_cx7", "node_facts", "node_qualify",
+    "package_purged", "serve_facts", "serve_probe", "serve_proxy", "serve_release", "serve_smoke", "spark_host",
+    "spark_tuning", "sshd_effective", "swap_file", "sysctl_file", "unit_policy", "watchdog_access", "watchdog_key",
 )
 STEP_KEYS = ("name", "module", "args", "id", "when")
 MODULES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "modules")

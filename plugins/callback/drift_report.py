@@ -17,6 +17,7 @@ description:
     A failed task counts even when the doctor's plays ignore errors (they do, so every stage runs to the end);
     a later failure of the same stage on the same node that names no cause is listed as not checked, with
     the first cause as its reason.
+  - A module's C(progress) line is printed as its node finishes (the checkpoint scrub of C(ds41f doctor --deep)).
   - Every check a module says it did not make (hardware the node lacks, an earlier refusal) is listed under
     "not checked", per node, with its reason; the picture colours only what a check read.
   - C(doctor.json) also lists, under C(managed), every object the stages' modules declared they manage (node,
@@ -135,6 +136,13 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_ok(self, result):
         self._collect(result)
         self._show_collective(result)
+        self._show_progress(result)
+
+    def _show_progress(self, result):
+        """A long task's line per node as that node finishes (ds41f doctor --deep: what each node's scrub read)."""
+        line = result.result.get("progress")
+        if isinstance(line, str) and line:
+            self._display.display("  %s: %s" % (result.host.get_name(), line))
 
     def _show_collective(self, result):
         """doctor --collective: the verdict (where the ranks met, join times, bandwidth) once, as it is set."""

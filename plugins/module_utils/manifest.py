@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 FORMAT = 1
@@ -22,7 +23,7 @@ EXCLUDE_DIRS = (".cache",)
 PART_SUFFIX = ".ds41f-part"  # a file being received; becomes the real name only once its sha256 matched
 CHUNK = 8 * 1024 * 1024
 
-MISSING, SHORT, LONG, CORRUPT = "missing", "short", "larger than expected", "corrupt"
+MISSING, SHORT, LONG, CORRUPT, UNREADABLE = "missing", "short", "larger than expected", "corrupt", "unreadable"
 
 
 def scan(root):
@@ -51,11 +52,21 @@ def sha256_file(path, offset=0, hasher=None):
     return hasher.hexdigest()
 
 
-def hash_many(root, paths, workers):
-    """{path: sha256} with ``workers`` threads (hashlib releases the GIL, so threads use every core)."""
+def hash_many(root, paths, workers, errors=None):
+    """{path: sha256} with ``workers`` threads (hashlib releases the GIL, so threads use every core). With an
+    ``errors`` dict, a file that cannot be read is left out and its error kept there instead of raised."""
+    def one(rel):
+        try:
+            return sha256_file(os.path.join(root, rel))
+        except OSError as exc:
+            if errors is None:
+                raise
+            errors[rel] = os.strerror(exc.errno) if exc.errno else str(exc)
+            return None
+
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        digests = pool.map(lambda rel: sha256_file(os.path.join(root, rel)), paths)
-        return dict(zip(paths, digests, strict=True))
+        digests = pool.map(one, paths)
+        return {rel: sha for rel, sha in zip(paths, digests, strict=True) if sha is not None}
 
 
 def stat_key(path):
@@ -118,17 +129,20 @@ def validate(manifest):
     return problems
 
 
-def check(root, manifest, record=None, full=False, workers=4):
+def check(root, manifest, record=None, full=False, workers=4, suspects=None):
     """Compare the files under ``root`` with ``manifest``.
 
-    Returns a dict: ``problems`` [{path, problem, expected_size, found_size}], ``ok`` {path: stat} for
+    Returns a dict: ``problems`` [{path, problem, expected_size, found_size[, scrub]}], ``ok`` {path: stat} for
     files that match, ``hashed`` (paths read in full), ``extra`` (files the manifest does not list).
     A file the record vouches for (same manifest digest, same size, mtime and inode) is not read unless
-    ``full``.
+    ``full``. ``suspects`` {path: the scrub's finding} (scrub.suspects): files the checkpoint scrub read in full
+    and found corrupt or unreadable, still with the stat it read them at; they are problems without a read here.
+    A file that cannot be read is a problem of its own (unreadable), never a crash of the check.
     """
     vouched = {}
     if record and record.get("manifest_digest") == manifest["digest"] and not full:
         vouched = record.get("files", {})
+    suspects = suspects or {}
     problems, ok, todo = [], {}, []
     for entry in manifest["files"]:
         rel, size = entry["path"], entry["size"]
@@ -144,13 +158,21 @@ def check(root, manifest, record=None, full=False, workers=4):
             problems.append(_problem(rel, SHORT, size, st["size"]))
         elif st["size"] > size:
             problems.append(_problem(rel, LONG, size, st["size"]))
+        elif rel in suspects and all(suspects[rel]["stat"].get(k) == st[k] for k in st):
+            found = suspects[rel]
+            problems.append(_problem(rel, CORRUPT if found["problem"] == CORRUPT else UNREADABLE, size, st["size"],
+                                     scrub=found))
         elif rel in vouched and all(vouched[rel].get(k) == st[k] for k in st):
             ok[rel] = st
         else:
             todo.append((entry, st))
-    digests = hash_many(root, [e["path"] for e, _ in todo], workers)
+    errors = {}
+    digests = hash_many(root, [e["path"] for e, _ in todo], workers, errors)
     for entry, st in todo:
-        if digests[entry["path"]] == entry["sha256"]:
+        if entry["path"] in errors:
+            problems.append(_problem(entry["path"], UNREADABLE, entry["size"], st["size"],
+                                     error=errors[entry["path"]]))
+        elif digests[entry["path"]] == entry["sha256"]:
             ok[entry["path"]] = st
         else:
             problems.append(_problem(entry["path"], CORRUPT, entry["size"], st["size"]))
@@ -159,8 +181,8 @@ def check(root, manifest, record=None, full=False, workers=4):
     return {"problems": problems, "ok": ok, "hashed": [e["path"] for e, _ in todo], "extra": extra}
 
 
-def _problem(rel, problem, expected, found):
-    return {"path": rel, "problem": problem, "expected_size": expected, "found_size": found}
+def _problem(rel, problem, expected, found, **more):
+    return dict({"path": rel, "problem": problem, "expected_size": expected, "found_size": found}, **more)
 
 
 def record_of(manifest, ok):
@@ -177,10 +199,16 @@ def bytes_needed(manifest, problems):
 
 
 def describe(problem):
+    found = problem.get("scrub")
+    if found:  # the checkpoint scrub's finding, in its own words (scrub.suspects)
+        return "%s: %s, in the scrub of %s" % (problem["path"], found["text"], time.strftime(
+            "%Y-%m-%dT%H:%M:%SZ", time.gmtime(found["read_at"])))
     if problem["problem"] == MISSING:
         return "%s is missing" % problem["path"]
     if problem["problem"] == CORRUPT:
         return "%s is corrupt (sha256 differs, %d bytes)" % (problem["path"], problem["found_size"])
+    if problem["problem"] == UNREADABLE:
+        return "%s is unreadable (%s)" % (problem["path"], problem.get("error"))
     return "%s is %s: %d of %d bytes" % (problem["path"], problem["problem"], problem["found_size"],
                                           problem["expected_size"])
 

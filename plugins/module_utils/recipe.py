@@ -41,7 +41,7 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils import (
     nccl,
     recipe_forms,
 )
-from ansible_collections.dgxspark.ds41f.plugins.module_utils.forms import lockout
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.forms import lockout, systemd
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.topology import Problem
 
 _STRICT = {
@@ -398,6 +398,7 @@ def cross_checks(cluster, values):
     problems.extend(nccl.problems(shape.fabric, values))  # fabric stage: NCCL profile against shape and build
     problems.extend(image_source.problems(values))  # image stage: build or adopt, never both
     problems.extend(model_source_problems(cluster, values))
+    problems.extend(model_scrub_problems(values))
     problems.extend(boot_marker_problems(values))
     problems.extend(Problem(*p) for p in firewall.problems(values))  # the firewall's and the API's addresses
     return problems
@@ -411,6 +412,35 @@ def model_source_problems(cluster, values):
         problems.append(Problem("model_controller_dir", "model_source is controller, but no folder is named.",
                                 "set model_controller_dir to the checkpoint's folder on the controller."))
     return problems
+
+
+# The scrub's timer looks every hour whether a scrub is due (roles/model/templates/ds41f-model-scrub.timer.j2).
+SCRUB_LOOK_S = 3600
+SCRUB_SPANS = ("model_scrub_period", "model_scrub_timeout")
+
+
+def model_scrub_problems(values):
+    """The checkpoint scrub's period against its timer's hourly look and its own time budget (each span's form is
+    checked on its own; a span that is not one is left to that check)."""
+    spans = {}
+    for name in SCRUB_SPANS:
+        try:
+            spans[name] = systemd.parse_span(values[name]) / 1e6 if isinstance(values.get(name), str) else None
+        except ValueError:
+            spans[name] = None
+    period, timeout = spans["model_scrub_period"], spans["model_scrub_timeout"]
+    if period is None or period == float("inf"):
+        return []
+    if period < SCRUB_LOOK_S:
+        return [Problem("model_scrub_period", "%r is shorter than an hour: the scrub's timer looks whether one is due "
+                        "every hour, and a scrub reads the whole checkpoint." % values["model_scrub_period"],
+                        "write 1h or more, e.g. 1w (the default) or 3d.")]
+    if timeout is not None and timeout >= period:
+        return [Problem("model_scrub_timeout", "%r is not shorter than model_scrub_period (%r): a scrub allowed a "
+                        "whole period would leave the disk no rest between scrubs." % (
+                            values["model_scrub_timeout"], values["model_scrub_period"]),
+                        "give the scrub less time than its period, e.g. 6h for 1w, or lengthen the period.")]
+    return []
 
 
 def boot_marker_problems(values):

@@ -2,9 +2,9 @@
 # Copyright: contributors to dgxspark.ds41f
 # Apache License 2.0 (see LICENSE)
 """Metrics in Prometheus text format for node_exporter's textfile collector (--collector.textfile.directory):
-the doctor's last verdict, the serving watchdog's and the memory guards' state. One file per writer, replaced
-whole (a scrape never reads half a file). Pure Python; the serving watchdog and the memory guard carry a copy of
-this file beside them (ds41f_textfile.py)."""
+the doctor's last verdict, the serving watchdog's and the memory guards' state, the checkpoint scrub's result. One
+file per writer, replaced whole (a scrape never reads half a file). Pure Python; the serving watchdog, the memory
+guard and the checkpoint scrub carry a copy of this file beside them (ds41f_textfile.py)."""
 
 from __future__ import annotations
 
@@ -88,4 +88,24 @@ def memguard_metrics(state):
          [(phase, state.get("lowest_gib") or 0)]),
         ("memguard_last_sample_timestamp_seconds", "gauge", "When the guard last sampled, or tripped (Unix time).",
          [(phase, state.get("time") or 0)]),
+    ]
+
+
+def model_scrub_metrics(state):
+    """The checkpoint scrub's last result (plugins/module_utils/scrub.py's state) as metrics."""
+    bad = state.get("bad") or []
+    return [
+        ("model_scrub_last_run_timestamp_seconds", "gauge", "When the last checkpoint scrub ended (Unix time).",
+         [({}, state.get("finished") or 0)]),
+        ("model_scrub_duration_seconds", "gauge", "How long the last checkpoint scrub ran.",
+         [({}, state.get("seconds") or 0)]),
+        ("model_scrub_complete", "gauge", "1 when the last scrub judged every file of the checkpoint.",
+         [({}, 1 if state.get("complete") else 0)]),
+        ("model_scrub_files", "gauge", "Files of the checkpoint's manifest.", [({}, state.get("files") or 0)]),
+        ("model_scrub_files_checked", "gauge", "Files the last scrub judged (read in full, or found missing).",
+         [({}, state.get("checked") or 0)]),
+        ("model_scrub_files_bad", "gauge", "Files the last scrub found bad, by problem (corrupt: sha256 differs).",
+         [({"problem": p}, sum(1 for b in bad if b.get("problem") == p))
+          for p in ("corrupt", "unreadable", "missing", "size")]),
+        ("model_scrub_bytes_read", "gauge", "Bytes the last scrub read and hashed.", [({}, state.get("bytes") or 0)]),
     ]

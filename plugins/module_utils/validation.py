@@ -202,12 +202,14 @@ def check(site, hosts, host_values, specs, recipe_files=None, extra_vars=None, v
             continue
         checked.add(fingerprint)
         where = origins(values, site_vars, recipe_files or {}, extra_vars, values)
-        # A listener left at its role default still takes its port: the defaults join the port check.
-        ports = {name: spec["default"] for options in specs.values() for name, spec in options.items()
-                 if name in recipe.LISTENERS and isinstance(spec.get("default"), int)}
+        # A listener left at its role default still takes its port, and the scrub's period is judged against its
+        # budget left at the default: those defaults join the cross-field rules.
+        defaults = {name: spec["default"] for options in specs.values() for name, spec in options.items()
+                    if (name in recipe.LISTENERS and isinstance(spec.get("default"), int))
+                    or name in recipe.SCRUB_SPANS}
         found = recipe.check_vars(values, specs, where)
         refused = {p.field for p in found}  # a cross-field rule does not refuse again what a variable's form did
-        found += [p for p in recipe.cross_checks(cluster, dict(ports, **values)) + tls_problems(values, vault)
+        found += [p for p in recipe.cross_checks(cluster, dict(defaults, **values)) + tls_problems(values, vault)
                   if p.field not in refused]
         fields = {p.field for p in found}  # an env key another rule refused already is not named twice
         set_names = set(values) | set(extra_vars or {})

@@ -10,7 +10,7 @@ short_description: Mend this node's checkpoint from a parent node and record it 
 version_added: 0.1.0
 description:
   - Takes the result of dgxspark.ds41f.model_check on this node and fetches exactly the files it named
-    (missing, short, larger or corrupt) from the parent node's share (dgxspark.ds41f.node_share), over
+    (missing, short, larger, corrupt or unreadable) from the parent node's share (dgxspark.ds41f.node_share), over
     O(streams) parallel streams, dialling the parent's fabric addresses first and its management address
     only when none answers (the result says which network carried the data).
   - Every file arrives under a temporary name, is hashed as it arrives, and takes its real name only
@@ -190,7 +190,8 @@ def run(module):
     for x in problems:
         entry = entries[x["path"]]
         plan.change("model file %s" % x["path"], "sha256 %s, %d bytes" % (entry["sha256"][:16], entry["size"]),
-                    mf.describe(x), "fetch %s (%s) from %s" % (x["path"], x["problem"], source))
+                    mf.describe(x), "fetch %s (%s) from %s" % (x["path"], x["problem"], source),
+                    about=("file", os.path.join(p["path"], x["path"])))
     if problems and not parent and not module.check_mode:
         module.fail_json(msg="%s: %s, and no node holds a verified copy to fetch from. Fix: check the source (%s) "
                              "and re-run the model stage." % (p["node"], "; ".join(mf.describe(x) for x in problems),

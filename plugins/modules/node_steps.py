@@ -139,6 +139,7 @@ def _payload():  # pragma: no cover
         qualify,
         redaction,
         run_all,
+        scrub,
         swap_plan,
         topology,
         transfer,

@@ -259,6 +259,16 @@ RECIPE_CASES = [
     ("model source controller without its folder", {"model_source": "controller", "model_controller_dir": ""},
      "model_controller_dir"),
     ("a release without boot-log markers", {"ds41f_release": "spark-ds41f-9999"}, "serve_boot_markers"),
+    # The checkpoint scrub's period and budget: spans systemd reads, a period its hourly timer can keep, a budget
+    # shorter than the period (each against the other's default too).
+    ("scrub period not a time span", {"model_scrub_period": "1 fortnight"}, "model_scrub_period"),
+    ("scrub period infinity", {"model_scrub_period": "infinity"}, "model_scrub_period"),
+    ("scrub period zero", {"model_scrub_period": "0"}, "model_scrub_period"),
+    ("scrub period under the timer's hourly look", {"model_scrub_period": "30min"}, "model_scrub_period"),
+    ("scrub budget not a time span", {"model_scrub_timeout": "six hours"}, "model_scrub_timeout"),
+    ("scrub budget as long as the default period", {"model_scrub_timeout": "1w"}, "model_scrub_timeout"),
+    ("scrub period shorter than the default budget", {"model_scrub_period": "5h"}, "model_scrub_timeout"),
+    ("scrub metrics folder outside its roots", {"model_textfile_dir": "/etc/node-exporter"}, "model_textfile_dir"),
     ("patched flags of a release with a slash", {"serve_patched_flags": {"r/1": []}}, "serve_patched_flags['r/1']"),
     ("container name with a space", {"serve_container_name": "spark ds41f"}, "serve_container_name"),
     ("SGLang release with a newline", {"serve_sglang_release": "sglang\n"}, "serve_sglang_release"),
