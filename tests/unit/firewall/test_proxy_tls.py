@@ -6,6 +6,7 @@ stub that counts what reaches it. The site's address is 127.0.0.2 (loopback: not
 import asyncio
 import json
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -167,9 +168,17 @@ def test_on_every_interface_loopback_stays_plain_beside_tls(tmp_path):
         pytest.fail("nginx is not unpacked. Fix: make proxy-nginx")
     write_pair(tmp_path, ips=(SITE,))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "collections"), str(ROOT)]))
-    proc = subprocess.run(["unshare", "--net", sys.executable, "-c", EVERY_INTERFACE, str(tmp_path)],
-                          capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    # A session of its own: on a time-out the whole group goes, nginx with it (it would outlive its parent).
+    proc = subprocess.Popen(["unshare", "--net", sys.executable, "-c", EVERY_INTERFACE, str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, err[-2000:]
+    found = json.loads(out.strip().splitlines()[-1])
     assert "0.0.0.0:%d" % found["port"] in found["listening"]
     assert (found["loopback plain"], found["site https"], found["site plain"]) == (200, 200, 400)
