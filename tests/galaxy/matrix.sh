@@ -40,13 +40,13 @@ dirs=()
 for pair in "$@"; do dirs+=("$(venv "$pair")"); done  # one at a time: pip downloads
 
 # MATRIX_UNIT_SAMPLE=FRACTION (make test sets it): the last pair runs every unit test, each other pair that fraction
-# of them, a different one each run (tests/conftest.py's DS41F_UNIT_SAMPLE; the seed is in the pair's log, so a
-# failure replays). Unset, every pair runs every test.
+# of them, another one on each pair and each run (tests/conftest.py's DS41F_UNIT_SAMPLE, seed + the pair's index;
+# the summary prints it, so a failure replays). Unset, every pair runs every test.
 seed=${MATRIX_UNIT_SEED:-$RANDOM}
 
-check() {  # check PAIR DIR LAST: the pair's steps in order; "step wall-seconds cpu-seconds rc" lines in its .steps file
+check() {  # check PAIR DIR INDEX LAST: the pair's steps in order; "step wall-seconds cpu-seconds rc" lines in its .steps
   local name log steps rc real user sys sample="" TIMEFORMAT="%R %U %S"
-  if [ -n "${MATRIX_UNIT_SAMPLE:-}" ] && [ "$3" != last ]; then sample="$seed:$MATRIX_UNIT_SAMPLE"; fi
+  if [ -n "${MATRIX_UNIT_SAMPLE:-}" ] && [ "$4" != last ]; then sample="$((seed + $3)):$MATRIX_UNIT_SAMPLE"; fi
   name=$(basename "$2")
   log="$cache/logs/$name.log" steps="$cache/logs/$name.steps"
   : > "$log"; : > "$steps"
@@ -70,7 +70,7 @@ check() {  # check PAIR DIR LAST: the pair's steps in order; "step wall-seconds 
 start=$(date +%s)
 pids=()
 for i in "${!dirs[@]}"; do
-  check "${@:i+1:1}" "${dirs[$i]}" "$([ $((i + 1)) = ${#dirs[@]} ] && echo last)" &
+  check "${@:i+1:1}" "${dirs[$i]}" "$i" "$([ $((i + 1)) = ${#dirs[@]} ] && echo last)" &
   pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
@@ -78,7 +78,7 @@ for pid in "${pids[@]}"; do wait "$pid"; done
 failed=0 cpu_total=0
 echo "== per-version checks: $(( $(date +%s) - start )) s, the pairs at the same time (step: wall s / CPU s)"
 [ -z "${MATRIX_UNIT_SAMPLE:-}" ] || echo "   unit tests: every one on the last pair, a sample of $MATRIX_UNIT_SAMPLE on the others" \
-  "(DS41F_UNIT_SAMPLE=$seed:$MATRIX_UNIT_SAMPLE replays it)"
+  "(DS41F_UNIT_SAMPLE=SEED:$MATRIX_UNIT_SAMPLE replays one, SEED $seed on the first pair, one more on each next)"
 for i in "${!dirs[@]}"; do
   name=$(basename "${dirs[$i]}")
   line="$(printf '%-22s' "${@:i+1:1}")"
