@@ -55,8 +55,9 @@ def pytest_collection_modifyitems(config, items):
     fraction = float(fraction)
     if not 0 < fraction <= 1:
         raise ValueError("%s=%s: the fraction after ':' must lie in (0, 1]" % (SAMPLE_ENV, value))
-    keep = [item for item in items if sampled(item.nodeid, seed, fraction)]
-    left = [item for item in items if not sampled(item.nodeid, seed, fraction)]
+    keep, left = [], []
+    for item in items:
+        (keep if sampled(item.nodeid, seed, fraction) else left).append(item)
     if left:
         config.hook.pytest_deselected(items=left)
     items[:] = keep

@@ -398,8 +398,9 @@ def alignment(readings, keys):
     for m in found:
         stage = ALIGNMENT_STAGES.get(m["setting"], "site_config")
         row = finding("all", stage, m["setting"], ACROSS_NODES, m["found"], m["fix"])
-        if spread_echo(stage):  # an image or checkpoint: the rows naming the node whose copy is wrong explain it
-            row["echo_of"] = spread_echo(stage)
+        echo_of = spread_echo(stage)  # an image or checkpoint: the rows naming the node whose copy is wrong explain it
+        if echo_of:
+            row["echo_of"] = echo_of
         out.append(row)
     return out
 
