@@ -24,8 +24,10 @@ description:
     stage, kind, name and its wanted state), which the mutation test (tests/mutation/) changes one by one.
   - Writes C(doctor.json), C(doctor.md) and the topology picture (C(topology.svg), and C(topology.png) with
     O(png)) coloured by the check, under O(report_dir).
-  - Before the doctor's verdict task (M(dgxspark.ds41f.doctor_report)) runs, it saves the rows so far to
-    C(rows.json) there; the verdict task fails the run when any row is an error.
+  - It computes no verdict. Before the doctor's verdict task (M(dgxspark.ds41f.doctor_report)) runs, it saves
+    what the run found so far to C(findings.json) there; that task folds the rows into the table, colours the
+    picture and fails the run when any row is an error, and this callback renders what it returned. A run that
+    ended before its verdict (a refused validation) shows the rows as found, unfolded, and says so.
   - C(ds41f doctor) selects this callback; otherwise set C(ANSIBLE_STDOUT_CALLBACK=dgxspark.ds41f.drift_report).
 options:
   report_dir:
@@ -57,7 +59,13 @@ from ansible import constants as C
 from ansible.playbook.handler import Handler
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift, textfile, topology, topology_picture
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import (
+    doctor_verdict,
+    drift,
+    textfile,
+    topology,
+    topology_picture,
+)
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
 
 VERDICT_ACTIONS = ("dgxspark.ds41f.doctor_report", "doctor_report")
@@ -94,6 +102,7 @@ class CallbackModule(CallbackBase):
         self.started = time.monotonic()
         self.plays = 0
         self.collective_shown = False
+        self.verdict = None  # what the verdict task returned: {rows, counts, picture}
 
     # -- what the run does -------------------------------------------------------------------------
 
@@ -121,17 +130,13 @@ class CallbackModule(CallbackBase):
                 self.site = None
         return self._cluster
 
-    def table_rows(self):
-        ends = {}
-        if self.cluster():
-            for node in self._cluster.nodes:
-                for link in self._cluster.links(node.name):
-                    ends[(node.name, link["netdev"])] = link["cidr"]
-        return drift.dedupe(self.rows, ends)
+    def findings(self):
+        """What the run found so far, unfolded: the verdict task's input."""
+        return {"rows": self.rows, "checked": self.checked}
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         if task.action in VERDICT_ACTIONS:
-            drift.write_rows(self._report_dir(), self.table_rows())
+            doctor_verdict.write_findings(self._report_dir(), self.findings())
 
     def v2_runner_on_ok(self, result):
         self._collect(result)
@@ -171,7 +176,14 @@ class CallbackModule(CallbackBase):
 
     def _collect(self, result, failed=False):
         task = result.task
-        if task.action in VERDICT_ACTIONS or (isinstance(task, Handler) and not failed) or (
+        if task.action in VERDICT_ACTIONS:
+            if "rows" in result.result:  # the verdict, computed by that task: this callback renders it
+                self.verdict = {k: result.result.get(k) for k in ("rows", "counts", "picture")}
+            elif failed:  # it found no findings to judge (the callback was not active then): its failure is a row
+                self.rows.extend(drift.rows_from_result(result.host.get_name(), "doctor", task.name or task.action,
+                                                        dict(result.result, failed=True)))
+            return
+        if (isinstance(task, Handler) and not failed) or (
                 task.action in MESSAGE_ACTIONS and not failed):
             return  # the verdict sums up the table; a handler that would run echoes a change already in it
         stage = _stage(task)
@@ -228,10 +240,14 @@ class CallbackModule(CallbackBase):
         self._stats_failed = [h for h in self._stats_hosts if stats.failures.get(h) or stats.dark.get(h)]
         # Not read: silent or unreachable. A node where a task failed (the verdict's run_once host) was read.
         self._stats_dark = [h for h in self._stats_hosts if stats.dark.get(h)]
-        rows = self.table_rows()
+        verdict = self.verdict or {"rows": self.rows, "counts": drift.counts(self.rows), "picture": None}
+        rows = verdict["rows"]
         directory = self._report_dir()
-        written = self._write(directory, rows)
+        written = self._write(directory, rows, verdict["picture"], folded=self.verdict is not None)
         self._display.display("")
+        if self.verdict is None:
+            self._display.display("The run ended before the doctor's verdict: the rows below are as found, not "
+                                  "folded into one per cause.", color="yellow")
         self._display.display(drift.table(rows), color="red" if drift.counts(rows)["error"] else "green")
         for line in drift.not_checked_lines(self.skipped):
             self._display.display(line)
@@ -248,11 +264,11 @@ class CallbackModule(CallbackBase):
     def _report_dir(self):
         return self.get_option("report_dir") or drift.report_dir()
 
-    def _write(self, directory, rows):
+    def _write(self, directory, rows, picture, folded=True):
         os.makedirs(directory, exist_ok=True)
-        picture = self._statuses(rows)
-        data = drift.report(rows, {"not_checked": drift.not_checked_list(self.skipped), "site": self.site,
-                                   "checked": self.checked or {"nodes": [], "paths": []},
+        # folded: the rows are the verdict task's table (false when the run ended before it: the rows as found)
+        data = drift.report(rows, {"folded": folded, "not_checked": drift.not_checked_list(self.skipped),
+                                   "site": self.site, "checked": self.checked or {"nodes": [], "paths": []},
                                    "managed": sorted(self.managed, key=lambda m: (m["node"], m["stage"],
                                                                                   m.get("kind"), m.get("name"))),
                                    "picture": picture or {}})
@@ -276,16 +292,6 @@ class CallbackModule(CallbackBase):
         if os.environ.get("DS41F_TEXTFILE_DIR"):
             written.append(textfile.write(os.environ["DS41F_TEXTFILE_DIR"], "ds41f_doctor.prom", text))
         return written
-
-    def _statuses(self, rows):
-        """{nodes: {node: status}, paths: {cidr: status}}: what the picture draws, only from checks that ran."""
-        cluster = self.cluster()
-        if cluster is None:
-            return None
-        checked = self.checked or {}
-        nodes = drift.node_status(rows, [n.name for n in cluster.nodes], set(checked.get("nodes") or []))
-        paths = drift.path_status(rows, checked.get("paths") or [])
-        return {"nodes": nodes, "paths": {r["cidr"]: paths.get(r["cidr"], "unchecked") for r in cluster.cable_table()}}
 
     def _picture(self, directory, statuses):
         cluster = self.cluster()

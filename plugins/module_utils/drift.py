@@ -25,7 +25,6 @@ import time
 SEVERITIES = ("error", "warn")
 COLUMNS = ("node", "stage", "setting", "expected", "found", "fix")
 REPORT_DIR_ENV = "DS41F_REPORT_DIR"
-ROWS_FILE = "rows.json"
 
 
 def report_dir(cwd=None):
@@ -529,16 +528,3 @@ def report(rows, extra=None):
             "rows": rows}
     data.update(extra or {})
     return data
-
-
-def write_rows(directory, rows):
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, ROWS_FILE + ".tmp")
-    with open(tmp, "w") as handle:
-        json.dump(rows, handle, indent=1, sort_keys=True)
-    os.replace(tmp, os.path.join(directory, ROWS_FILE))
-
-
-def read_rows(directory):
-    with open(os.path.join(directory, ROWS_FILE)) as handle:
-        return json.load(handle)

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: doctor_report
-short_description: The doctor's verdict - fail when its drift table holds an error
+short_description: The doctor's verdict - its drift table, failing when that holds an error
 version_added: 0.1.0
 description:
-  - Reads the rows the C(dgxspark.ds41f.drift_report) callback saved just before this task and fails, on the
-    controller, when any row has severity C(error); warnings alone pass.
-  - Fails closed when there are no rows to read (the callback is not active), rather than passing a doctor
+  - Reads what the run found, which the C(dgxspark.ds41f.drift_report) callback saved just before this task
+    (C(findings.json)), and computes the verdict once, on the controller - every row folded into the one of its
+    cause (by object and path, with the site's fabric paths), the count per severity, and the colour of every node
+    and path of the topology picture - then fails when any row has severity C(error); warnings alone pass. The
+    callback renders what this task returns.
+  - Fails closed when there are no findings to read (the callback is not active), rather than passing a doctor
     that looked at nothing.
   - The last task of C(playbooks/doctor.yml); C(ds41f doctor) runs it with the callback selected.
 options:
@@ -37,13 +40,24 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+rows:
+  description: The drift table, one row per cause, errors first - node, stage, setting, expected, found, fix,
+    severity, and as data the object the row is about.
+  returned: when findings were read
+  type: list
+  elements: dict
 counts:
   description: Rows per severity.
-  returned: when rows were read
+  returned: when findings were read
   type: dict
   sample: {error: 3, warn: 0}
+picture:
+  description: The status of every node and fabric path, for the topology picture (null without a site).
+  returned: when findings were read
+  type: dict
+  sample: {nodes: {dgx1: ok, dgx2: drift}, paths: {10.12.1.0/24: down}}
 report_dir:
-  description: Where the report was read from.
-  returned: when rows were read
+  description: Where the findings were read from.
+  returned: when findings were read
   type: str
 """

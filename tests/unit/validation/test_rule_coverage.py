@@ -219,10 +219,10 @@ def test_tailscale_s_range_is_refused_only_when_the_baseline_keeps_tailscale():
 
 def test_the_run_switches_the_cli_and_the_doctor_pass_are_declared():
     # ds41f doctor --collective adds -e '{"ds41f_collective": true}', --deep '{"ds41f_deep": true}'; doctor.yml sets
-    # ds41f_doctor for its stages
+    # serve_report_only for its audit of the serve stage
     cli = (ROOT / "ds41f" / "cli.py").read_text()
     assert '{"ds41f_collective": true}' in cli and '{"ds41f_deep": true}' in cli
-    assert problems_for({"ds41f_collective": True, "ds41f_doctor": True, "ds41f_deep": True}) == []
+    assert problems_for({"ds41f_collective": True, "serve_report_only": True, "ds41f_deep": True}) == []
 
 
 def test_an_environment_problem_never_shows_the_value():

@@ -235,6 +235,13 @@ class _Host:
         return self.name
 
 
+def folded(cb):
+    """The verdict task's table from what the callback collected (doctor_report computes it so)."""
+    from ansible_collections.dgxspark.ds41f.plugins.module_utils import doctor_verdict
+
+    return doctor_verdict.verdict(cb.findings(), cb.site)["rows"]
+
+
 class _Result:
     def __init__(self, node, task, result):
         self.host, self.task, self.result = _Host(node), task, result
@@ -335,13 +342,13 @@ def test_every_object_a_step_declares_is_listed_once_in_doctor_json_with_its_nod
     for node in ("dgx1", "dgx2"):
         cb.v2_runner_on_ok(_Result(node, task, steps))
     cb.v2_runner_on_ok(_Result("dgx1", task, steps))  # the same declaration again: listed once
-    cb._write(str(tmp_path), cb.table_rows())
+    cb._write(str(tmp_path), folded(cb), None)
     managed = json.loads((tmp_path / "doctor.json").read_text())["managed"]
     assert [(m["node"], m["stage"], m["kind"], m["name"]) for m in managed] == [
         ("dgx1", "host_baseline", "file", "/etc/a"), ("dgx1", "host_baseline", "unit", "x.service"),
         ("dgx2", "host_baseline", "file", "/etc/a"), ("dgx2", "host_baseline", "unit", "x.service")]
     assert managed[0]["mode"] == "0644"
-    assert sorted((r["node"], r["setting"]) for r in cb.table_rows()) == [("dgx1", "x.service"), ("dgx2", "x.service")]
+    assert sorted((r["node"], r["setting"]) for r in folded(cb)) == [("dgx1", "x.service"), ("dgx2", "x.service")]
 
 
 def test_a_message_marked_changed_to_notify_is_no_row_the_file_that_changed_is():
@@ -358,6 +365,6 @@ def test_a_message_marked_changed_to_notify_is_no_row_the_file_that_changed_is()
                                              "ansible.builtin.debug"), {"changed": True, "msg": "reload ssh"}))
     cb.v2_runner_on_failed(_Result("dgx2", _Task("A failing message", "host_baseline", "ansible.builtin.debug"),
                                    {"msg": "boom"}), True)
-    assert [(r["setting"], r["found"]) for r in cb.table_rows()] == [
+    assert [(r["setting"], r["found"]) for r in folded(cb)] == [
         ("/etc/ssh/sshd_config.d/01-ds41f-recovery.conf", "line 2: x"),
         ("A failing message (a check that named no cause)", "boom")]
