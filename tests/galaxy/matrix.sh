@@ -88,7 +88,9 @@ for i in "${!dirs[@]}"; do
     [ "$rc" = 0 ] || failed=1
   done < "$cache/logs/$name.steps"
   echo "$line"
-  grep -h "^[0-9]* passed\|^[0-9]* failed\|passed.*deselected\|failed.*deselected" "$cache/logs/$name.log" | sed 's/^/    /'
+  # a log without pytest's summary (it died first) still leaves the others' lines and the failure report below
+  { grep -h "^[0-9]* passed\|^[0-9]* failed\|passed.*deselected\|failed.*deselected" "$cache/logs/$name.log" || true; } \
+    | sed 's/^/    /'
 done
 echo "   CPU: $cpu_total s in all, about $(( cpu_total / $(nproc) )) s of wall time on this machine's $(nproc) cores alone"
 if [ "$failed" != 0 ]; then
