@@ -14,6 +14,13 @@
 doctor's drift table reads (setting, expected, found, the ``fix`` an operator types when it is not the stage's
 own run, the ``action`` that run would take, and as data the ``object`` the row is about and, for a consequence,
 the ``cause`` object it follows from: see ``obj``). In check mode nothing is called.
+
+A row about one part of its object says which part as data, ``aspect``: for a CX7 netdev (object kind ``link``, as
+``manages`` declares it) ``link`` (absent or administratively down), ``carrier``, ``mtu`` or ``address`` are a fabric
+path's causes, strongest first; ``reachability`` is a path's failed pings (a consequence: its ``cause`` names the
+object that explains it where the producer knows one); any other aspect (``arp_ignore``, ``gid``, ``speed``,
+``cable``) is a finding about the link that a cause on its path explains. ``path`` is the path's CIDR. The doctor
+(``drift.dedupe``) folds a path by these, never by a row's words.
 """
 
 from __future__ import annotations
@@ -62,18 +69,21 @@ class Plan:
         return self.module.check_mode
 
     def change(self, setting, expected, found, action, apply=None, fix=None, row=True, about=None, cause=None,
-               diff=None, path=None):
+               diff=None, path=None, aspect=None):
         """Record one difference and the action that removes it; run ``apply`` unless in check mode. ``row=False``:
         bookkeeping that only goes with the changes beside it (a record of the prior states they replace), so its
         action and diff, and no drift row of its own (the changes' rows are the causes). ``about``: the object
         the row is about ((kind, name[, node]) or ``obj``); ``cause``: for a consequence, the object whose own
         row explains it (the doctor then shows only that row). ``diff``: (before, after) when the diff should show
         more than the row's found and expected (a whole table beside the row's summary of it). ``path``: the fabric
-        path (its CIDR) the row concerns, for the doctor's picture and its folding of that path's failed pings."""
+        path (its CIDR) the row concerns, for the doctor's picture and its folding of that path's failed pings.
+        ``aspect``: which part of ``about`` differs (``mtu`` of a link: see the module's docstring), so that the
+        doctor tells a path's cause from its echoes as data."""
         if row:
             entry = {"setting": setting, "expected": expected, "found": found, "fix": fix or self.fix,
                      "action": action}
-            for key, value in (("object", _object(about)), ("cause", _object(cause)), ("path", path)):
+            for key, value in (("object", _object(about)), ("cause", _object(cause)), ("path", path),
+                               ("aspect", aspect)):
                 if value:
                     entry[key] = value
             self.drift.append(entry)

@@ -5,7 +5,8 @@
 
 A row is one thing that differs from what the recipe and the site say, on one node:
 ``{node, stage, setting, expected, found, fix, severity}`` plus optional ``path`` (a fabric path's CIDR,
-so the topology picture can colour that cable). Rows come from three kinds of task result:
+so the topology picture can colour that cable), ``object``, ``cause`` and ``aspect`` (data the table folds by; code
+never reads a row's words). Rows come from three kinds of task result:
 
 - a module's ``drift`` list (``converge.Plan`` in check mode, or a read-only check's failing rows),
   severity ``error`` unless the entry says otherwise;
@@ -48,10 +49,11 @@ def _located(thing, node):
 
 
 def row(node, stage, setting, expected, found, fix, severity="error", path=None, about=None, cause=None,
-        echo_of=None):
+        echo_of=None, aspect=None):
     """One row. ``about``: the object it is about; ``cause``: for a consequence, the object whose row explains
     it. Both are ``{kind, name[, node]}`` data, completed with the row's node. ``echo_of``: for a verdict that
-    restates other checks (``echo`` makes one), which rows those are, as data."""
+    restates other checks (``echo`` makes one), which rows those are, as data. ``aspect``: the part of the object
+    that differs (``converge``'s docstring names those of a fabric link)."""
     if severity not in SEVERITIES:
         severity = "error"
     out = {"node": node, "stage": stage, "setting": _text(setting), "expected": _text(expected),
@@ -63,6 +65,8 @@ def row(node, stage, setting, expected, found, fix, severity="error", path=None,
             out[key] = value
     if echo_of:
         out["echo_of"] = dict(echo_of)
+    if aspect:
+        out["aspect"] = str(aspect)
     return out
 
 
@@ -113,12 +117,13 @@ def rows_from_result(node, stage, task_name, result, stage_cmd=None):
         out.append(row(entry.get("node", node), entry.get("stage", stage), entry.get("setting"),
                        entry.get("expected"), entry.get("found"), entry.get("fix"),
                        entry.get("severity", "error"), entry.get("path"), entry.get("object"), entry.get("cause"),
-                       entry.get("echo_of")))
+                       entry.get("echo_of"), entry.get("aspect")))
     drift = result.get("drift") or []
     for entry in drift:  # what a module found different (and, outside check mode, changed)
         out.append(row(entry.get("node", node), entry.get("stage", stage), entry.get("setting"), entry.get("expected"),
                        entry.get("found"), entry.get("fix") or fix_stage, entry.get("severity", "error"),
-                       entry.get("path"), entry.get("object"), entry.get("cause"), entry.get("echo_of")))
+                       entry.get("path"), entry.get("object"), entry.get("cause"), entry.get("echo_of"),
+                       entry.get("aspect")))
         if entry.get("action"):  # what the fix's run would do there: the report keeps it beside the fix
             out[-1]["action"] = _text(entry["action"])
     if result.get("changed") and not drift:
@@ -248,91 +253,102 @@ def timed_out_row(node, task_name, result):
     return silent_row(node, task_name, period, "task time limit of %s s" % period)
 
 
-# A fabric path's causes, strongest first. A missing link or a dead carrier explains everything else on the
-# path (the far end's carrier and address, which networkd drops with the carrier, and the pings); an MTU or an
-# address on one end is a cause of its own; reachability and the rest are echoes.
+# A fabric path's causes, strongest first: the ``aspect`` (converge's docstring) of a row about a CX7 link. A missing
+# link or a dead carrier explains everything else on the path (the far end's carrier and address, which networkd drops
+# with the carrier, and the pings); an MTU or an address on one end is a cause of its own; the link's other aspects
+# and the pings (``reachability``) are echoes.
 _CAUSES = ("link", "carrier", "mtu", "address")
 _DOWN = ("link", "carrier")
+LINK = "link"
+REACHABILITY = "reachability"
 
 
-def _subject(r):
-    """A row's setting without a leading node name ('dgx2 enp1s0f1np1 mtu' and 'enp1s0f1np1 mtu' are one)."""
-    setting = r["setting"]
-    prefix = r["node"] + " "
-    return setting[len(prefix):] if setting.startswith(prefix) else setting
+def _end(r):
+    """(node, netdev) of a row about a CX7 link (its object, kind ``link``), else None."""
+    thing = r.get("object")
+    if not thing or thing.get("kind") != LINK:
+        return None
+    return (thing.get("node") or r["node"], thing["name"])
 
 
 def _cause(r):
-    words = _subject(r).split()
-    if "->" in r["setting"] or not words or words[-1] not in _CAUSES:
-        return None
-    return words[-1]
+    """The path cause a row names, as data: the aspect of a row about a link, when it is one of ``_CAUSES``."""
+    return r.get("aspect") if _end(r) and r.get("aspect") in _CAUSES else None
+
+
+def _stray(r):
+    """A row about another object than a link (a stray route, address or neighbour entry on the path): kept beside
+    the path's causes."""
+    return bool(r.get("object")) and not _end(r)
 
 
 def attach_paths(rows, ends):
-    """Give each row about a fabric netdev the CIDR of its path. ``ends``: {(node, netdev): cidr}. A row that carries
-    its object gives its path itself (a route over a CX7 netdev may concern no path, or another one)."""
+    """Give each row about a fabric link the CIDR of its path where its producer did not. ``ends``: {(node, netdev):
+    cidr}. A row about another object gives its path itself (a route over a CX7 netdev may concern no path, or
+    another one)."""
     for r in rows:
-        if not r.get("path") and not r.get("object"):
-            for word in _subject(r).split():
-                if (r["node"], word) in ends:
-                    r["path"] = ends[(r["node"], word)]
-                    break
+        if not r.get("path") and _end(r) in ends:
+            r["path"] = ends[_end(r)]
     return rows
 
 
-def _netdev(r, ends):
-    for word in _subject(r).split():
-        if (r["node"], word) in ends:
-            return word
-    return _subject(r).split()[0]
-
-
 def _fold_down(members, ends):
-    """A path that is down: one row naming both ends, what each end shows, and one fix."""
+    """A path that is down: one row naming both ends (``ends`` as data too: the objects of the path's links), what
+    each end shows, and one fix."""
     down = sorted((r for r in members if _cause(r) in _DOWN), key=lambda r: _CAUSES.index(_cause(r)))
     first = dict(down[0])
     cidr = first["path"]
-    path_ends = sorted(k for k, v in ends.items() if v == cidr)
-    seen = {}
+    path_ends = sorted(k for k, v in ends.items() if v == cidr) or [_end(first)]
+    seen = {}  # (node, netdev) -> {aspect: what the first row of it found}
     for r in members:
-        state = "%s %s" % (_cause(r), _first_line(r["found"], 60))
-        if _cause(r) in _CAUSES and state not in seen.get((r["node"], _netdev(r, ends)), []):
-            seen.setdefault((r["node"], _netdev(r, ends)), []).append(state)
+        if _cause(r):
+            seen.setdefault(_end(r), {}).setdefault(_cause(r), _first_line(r["found"], 60))
     states = []
-    for end in path_ends or [(first["node"], _netdev(first, ends))]:
-        states.append("%s %s: %s" % (end[0], end[1], "; ".join(seen.get(end)) if seen.get(end) else "up"))
-    named = " - ".join("%s %s" % end for end in path_ends) or "%s %s" % (first["node"], _netdev(first, ends))
-    first["setting"] = "%s %s (cable %s)" % (_netdev(first, ends), _cause(first), named)
+    for end in path_ends:
+        found = seen.get(end)
+        states.append("%s %s: %s" % (end[0], end[1], "; ".join(
+            "%s %s" % (aspect, found[aspect]) for aspect in _CAUSES if aspect in found) if found else "up"))
+    named = " - ".join("%s %s" % end for end in path_ends)
+    first["setting"] = "%s %s (cable %s)" % (_end(first)[1], _cause(first), named)
     first["found"] = "; ".join(states)
-    if len(path_ends) == 2 and all(e in seen and any(s.startswith("link") for s in seen[e]) for e in path_ends):
+    if len(path_ends) == 2 and all("link" in seen.get(e, {}) for e in path_ends):
         first["fix"] = ("both ends are gone: re-plug the cable %s (in the lab, `ds41f lab up` re-wires it), then "
                         "ds41f run fabric" % named)
     first["down"] = True
+    first["ends"] = [{"node": node, "kind": LINK, "name": netdev} for node, netdev in path_ends]
     return first
 
 
 def _consolidate_paths(rows, ends):
-    """One cause per fabric path: a wrong MTU, a missing link or address on one end is the row; the failed
-    pings and link checks it causes, from either end, are its echoes and are left out. A path that is down
-    (a missing link, no carrier) is one row naming both ends. A row that carries its object and names its path
-    (a stray route or neighbour entry that takes the path's addresses) is a cause of that path, kept beside the
-    others."""
+    """One cause per fabric path, by the rows' data: a wrong MTU, a missing link or address on one end is the row;
+    the failed pings and the link's other findings it causes, from either end, are its echoes and are left out. A
+    path that is down (a missing link, no carrier) is one row naming both ends. A row about another object that names
+    its path (a stray route or neighbour entry that takes the path's addresses) is a cause of that path, kept beside
+    the others. A path with no cause keeps its findings about a link, or else one of its failed pings."""
     groups = {}
     for r in rows:
         if r.get("path"):
             groups.setdefault(r["path"], []).append(r)
     keep, replaced = set(), {}
     for members in groups.values():
-        keep.update(id(r) for r in members if r.get("object"))
+        strays = [r for r in members if _stray(r)]
+        keep.update(id(r) for r in strays)
         if any(_cause(r) in _DOWN for r in members):
-            anchor = next((r for r in members if not r.get("object")), members[0])
+            anchor = next(r for r in members if not _stray(r))
             replaced[id(anchor)] = _fold_down(members, ends)
             keep.add(id(anchor))
             continue
-        causes = [r for r in members if _cause(r) or r.get("object")]
+        causes = [r for r in members if _cause(r)] or [r for r in members if _end(r)] or strays
         keep.update(id(r) for r in (causes or members[:1]))
     return [replaced.get(id(r), r) for r in rows if not r.get("path") or id(r) in keep]
+
+
+def _same(r):
+    """What makes two rows one finding: a row about a part of an object (``aspect``) is that part of that object,
+    whichever check saw it; any other is its node, setting and what was found."""
+    if r.get("object") and r.get("aspect"):
+        return key(r["object"]) + (r["aspect"],)
+    return (r["node"], r["setting"], r["found"])
 
 
 # The stages that put one artefact on every node (the image, the checkpoint): where one of them names a node whose
@@ -389,13 +405,13 @@ def _drop_caused(rows):
 def dedupe(rows, ends=None):
     """The table's rows: one per finding, errors first, then by node.
 
-    A finding reported twice (by a stage in check mode and by a live check, with or without the node name in
-    front of the setting, or by two stages that both keep the object, as /etc/ds41f) is one row, the first
-    stage's; a fabric path's echoes (the serve preflight's fabric verdict among them) fold into its cause (``ends``
-    as in ``attach_paths``), an image or checkpoint that differs across nodes folds into the rows naming the nodes
-    whose copy is wrong, a row whose ``cause`` object has a row of its own, or lies on a node that did not answer,
-    folds into that row, the serve preflight's view of a node's checkpoint folds into the
-    model stage's rows on that node, and a row whose found is its expected (a record that would only be
+    A finding reported twice (the same part of one object, ``aspect``, by a stage in check mode and by a live
+    check, or the same setting and finding by two stages that both keep the object, as /etc/ds41f) is one row, the
+    first stage's; a fabric path's echoes (the serve preflight's fabric verdict among them) fold into its cause
+    (``ends`` as in ``attach_paths``), an image or checkpoint that differs across nodes folds into the rows naming
+    the nodes whose copy is wrong, a row whose ``cause`` object has a row of its own, or lies on a node that did not
+    answer, folds into that row, the serve preflight's view of a node's checkpoint folds into the model stage's rows
+    on that node, and a row whose found is its expected (a record that would only be
     rewritten) is no drift at all."""
     ends = ends or {}
     rows = _drop_caused([r for r in rows if r["expected"] != r["found"]])
@@ -403,9 +419,9 @@ def dedupe(rows, ends=None):
     rows = _consolidate_paths(_drop_echoes(attach_paths([dict(r) for r in rows], ends)), ends)
     seen, out = set(), []
     for r in rows:
-        key = (r["node"], _subject(r), r["found"])
-        if key not in seen:
-            seen.add(key)
+        same = _same(r)
+        if same not in seen:
+            seen.add(same)
             out.append(r)
     return sorted(out, key=lambda r: (SEVERITIES.index(r["severity"]), r["node"], r["stage"], r["setting"]))
 
@@ -436,8 +452,7 @@ def path_status(rows, checked=None):
     out = {cidr: "ok" for cidr in checked or ()}
     for r in rows:
         if r.get("path"):
-            down = (r.get("down") or r["setting"].split()[-1] in ("carrier", "reachability", "link")
-                    or "path ->" in r["setting"])
+            down = r.get("down") or r.get("aspect") == REACHABILITY or _cause(r) in _DOWN
             if down or out.get(r["path"]) != "down":
                 out[r["path"]] = "down" if down else "drift"
     return out

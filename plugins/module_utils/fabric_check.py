@@ -4,10 +4,10 @@
 """The fabric check as a table: one row per thing checked, and a message that names the broken end.
 
 Rows (plain dicts): node, netdev, check (link | cable | path | gid | speed), peer, expected, found, status
-(ok | fail | warn | skipped), message. The ``*_row`` functions build a node's rows from its own readings
-(live link state, LLDP neighbours, ping results, GID table, speed); ``merge`` and ``causes`` run on the
-controller over every node's rows and add what only the other end knows (a failing path whose far end has
-MTU 1500 says so).
+(ok | fail | warn | skipped), message; a failing link row adds its ``aspect`` (``link_fault``). The ``*_row``
+functions build a node's rows from its own readings (live link state, LLDP neighbours, ping results, GID table,
+speed); ``merge`` and ``causes`` run on the controller over every node's rows and add what only the other end knows
+(a failing path whose far end has MTU 1500 says so).
 """
 
 from __future__ import annotations
@@ -73,20 +73,26 @@ def _row(node, netdev, check, peer, expected, found, status, message, cause=None
     return out
 
 
-def link_problem(node, netdev, state, link, mtu):
-    """The local reason a netdev cannot carry its path, or None. ``state``: live readings of the netdev."""
+def link_fault(node, netdev, state, link, mtu):
+    """(aspect, message): the local reason a netdev cannot carry its path and the part of the link it is in
+    (``converge``'s aspects: link, mtu, address, carrier), or (None, None). ``state``: live readings of the netdev."""
     if state is None:
-        return "%s has no netdev %s" % (node, netdev)
+        return "link", "%s has no netdev %s" % (node, netdev)
     if not state["up"]:
-        return "%s %s is administratively down" % (node, netdev)
+        return "link", "%s %s is administratively down" % (node, netdev)
     if state["mtu"] != mtu:
-        return "%s %s MTU %d (expected %d)" % (node, netdev, state["mtu"], mtu)
+        return "mtu", "%s %s MTU %d (expected %d)" % (node, netdev, state["mtu"], mtu)
     want = "%s/%d" % (link["address"], link["prefix"])
     if want not in state["addresses"]:
-        return "%s %s lacks %s (has %s)" % (node, netdev, want, ", ".join(state["addresses"]) or "no IPv4")
+        return "address", "%s %s lacks %s (has %s)" % (node, netdev, want, ", ".join(state["addresses"]) or "no IPv4")
     if not state["carrier"]:
-        return "%s %s: no carrier (cable unplugged, or the other end is down)" % (node, netdev)
-    return None
+        return "carrier", "%s %s: no carrier (cable unplugged, or the other end is down)" % (node, netdev)
+    return None, None
+
+
+def link_problem(node, netdev, state, link, mtu):
+    """The local reason a netdev cannot carry its path, or None (``link_fault``'s message)."""
+    return link_fault(node, netdev, state, link, mtu)[1]
 
 
 def link_row(node, link, state, mtu):
@@ -98,9 +104,9 @@ def link_row(node, link, state, mtu):
         found = "%s, %s, mtu %d, %s" % ("up" if state["up"] else "down",
                                         "carrier" if state["carrier"] else "no carrier", state["mtu"],
                                         ", ".join(state["addresses"]) or "no IPv4")
-    problem = link_problem(node, netdev, state, link, mtu)
-    return _row(node, netdev, "link", link.get("peer"), expected, found, "fail" if problem else "ok",
-                problem or "ok")
+    aspect, problem = link_fault(node, netdev, state, link, mtu)
+    row = _row(node, netdev, "link", link.get("peer"), expected, found, "fail" if problem else "ok", problem or "ok")
+    return dict(row, aspect=aspect) if aspect else row
 
 
 def cable_row(node, link, neighbour, lldp_running):
@@ -237,15 +243,23 @@ def causes(rows):
     return found
 
 
-def drift(rows):
-    """Failing rows as drift entries (setting, expected, found, fix, and the cause object of a consequence) for the
-    doctor's drift table."""
+def drift(rows, cidrs=None):
+    """Failing rows as drift entries (setting, expected, found, fix) for the doctor's drift table, with what it folds
+    them by as data: a path row's failed pings are aspect ``reachability`` with the cause object of a consequence;
+    every other row is about its link (object kind ``link``), its aspect the part that failed (a link row's, as
+    ``link_fault`` names it) or its check. ``cidrs``: {netdev: the path's CIDR}, each entry's ``path``."""
     out = []
     for r in rows:
         if r["status"] in ("fail", "warn"):
             entry = {"setting": "%s %s %s%s" % (r["node"], r["netdev"], r["check"], " -> " + r["peer"] if r["peer"]
                                                 else ""), "expected": r["expected"], "found": r["found"],
                      "fix": r["message"]}
+            if r["check"] == "path":
+                entry["aspect"] = "reachability"
+            else:
+                entry.update(object=obj("link", r["netdev"]), aspect=r.get("aspect") or r["check"])
+            if (cidrs or {}).get(r["netdev"]):
+                entry["path"] = cidrs[r["netdev"]]
             if r.get("cause"):
                 entry["cause"] = r["cause"]
             out.append(entry)

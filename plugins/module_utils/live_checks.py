@@ -4,8 +4,9 @@
 """The doctor's live checks: every node's live readings (dgxspark.ds41f.live_state) against the model and recipe.
 
 Each function returns findings - ``{node, stage, setting, expected, found, fix, severity[, path]}`` - for
-the drift table. A finding names the cause, not its echoes: a path whose MTU is wrong on one end is one
-finding on that end, not also a failed ping from each side.
+the drift table, with the ``object`` they are about and, for a consequence, its ``cause`` as data (a fabric path's
+findings also their ``aspect``, see ``converge``). A finding names the cause, not its echoes: a path whose MTU is
+wrong on one end is one finding on that end, not also a failed ping from each side.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import launch
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.alignment import mismatches
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.conformance import ARGS_ENV
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import obj
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.drift import ACROSS_NODES, spread_echo
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import gpu
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.memory_saver_state import PACKING
@@ -32,22 +34,28 @@ def finding(node, stage, setting, expected, found, fix, severity="error", path=N
 # -- fabric ----------------------------------------------------------------------------------------
 
 
+def _link_finding(node, netdev, aspect, expected, found, fix, cidr):
+    """A finding about one end of a path, its object the link and the part that differs as data (``converge``)."""
+    return dict(finding(node, "fabric", "%s %s" % (netdev, aspect), expected, found, fix, path=cidr),
+                object=obj("link", netdev), aspect=aspect)
+
+
 def _path_end(node, netdev, address, link, mtu, cidr):
     """The first thing wrong with one end of a path, or None."""
     if link is None or not link.get("present"):
-        return finding(node, "fabric", "%s link" % netdev, "present", "missing",
-                       "check the cable at %s %s, then: ip link show %s" % (node, netdev, netdev), path=cidr)
+        return _link_finding(node, netdev, "link", "present", "missing",
+                             "check the cable at %s %s, then: ip link show %s" % (node, netdev, netdev), cidr)
     if not link.get("carrier") or link.get("operstate") not in ("up", "unknown"):
-        return finding(node, "fabric", "%s carrier" % netdev, "up",
-                       "%s, carrier %s" % (link.get("operstate"), "on" if link.get("carrier") else "off"),
-                       "reseat the cable at %s %s; then: ip link set dev %s up" % (node, netdev, netdev), path=cidr)
+        return _link_finding(node, netdev, "carrier", "up",
+                             "%s, carrier %s" % (link.get("operstate"), "on" if link.get("carrier") else "off"),
+                             "reseat the cable at %s %s; then: ip link set dev %s up" % (node, netdev, netdev), cidr)
     if link.get("mtu") != mtu:
-        return finding(node, "fabric", "%s mtu" % netdev, mtu, link.get("mtu"),
-                       "ip link set dev %s mtu %d now, then ds41f run fabric to keep it" % (netdev, mtu), path=cidr)
+        return _link_finding(node, netdev, "mtu", mtu, link.get("mtu"),
+                             "ip link set dev %s mtu %d now, then ds41f run fabric to keep it" % (netdev, mtu), cidr)
     wanted = "%s/%s" % (address, cidr.split("/")[1])
     if wanted not in link.get("addresses", []):
-        return finding(node, "fabric", "%s address" % netdev, wanted, ", ".join(link.get("addresses", [])) or None,
-                       "ds41f run fabric", path=cidr)
+        return _link_finding(node, netdev, "address", wanted, ", ".join(link.get("addresses", [])) or None,
+                             "ds41f run fabric", cidr)
     return None
 
 
@@ -72,10 +80,15 @@ def fabric(cables, links_by_node, pings_by_node, mtu):
             failed = sorted(p["address"] for p in pings_by_node.get(node, [])
                             if p["netdev"] == netdev and p["address"] in others and not p["ok"])
             if failed:
-                out.append(finding(node, "fabric", "%s reachability" % netdev,
-                                   "%d-byte pings answered" % mtu, "no answer from %s" % ", ".join(failed),
-                                   "ping -M do -s %d -I %s %s; check the peer's link and MTU" % (
-                                       mtu - 28, netdev, failed[0]), path=row["cidr"]))
+                found = finding(node, "fabric", "%s reachability" % netdev,
+                                "%d-byte pings answered" % mtu, "no answer from %s" % ", ".join(failed),
+                                "ping -M do -s %d -I %s %s; check the peer's link and MTU" % (
+                                    mtu - 28, netdev, failed[0]), path=row["cidr"])
+                found["aspect"] = "reachability"  # a consequence: of the far end's link, where there is one
+                far = [end for end in ends if end != (node, netdev)]
+                if len(far) == 1:
+                    found["cause"] = obj("link", far[0][1], far[0][0])
+                out.append(found)
     return out
 
 

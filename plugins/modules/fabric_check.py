@@ -96,7 +96,10 @@ failing:
   returned: always
   type: int
 drift:
-  description: Failing and warning rows as drift entries (setting, expected, found, fix, and cause for a consequence).
+  description: Failing and warning rows as drift entries (setting, expected, found, fix, and cause for a consequence),
+    with C(path) (the CIDR) and C(aspect) - C(reachability) for a path's pings, else the part of the link that failed
+    (C(link), C(carrier), C(mtu), C(address)) or the check (C(cable), C(gid), C(speed)) with the C(object) (kind
+    C(link), the netdev).
   returned: always
   type: list
   elements: dict
@@ -190,7 +193,8 @@ def run(module):
         rows += fc.skipped_rows(node, links, "speed", str(exc))
 
     failing = sum(1 for r in rows if r["status"] == "fail")
-    module.exit_json(changed=False, rows=rows, failing=failing, drift=fc.drift(rows), lldp=running)
+    cidrs = {link["netdev"]: link.get("cidr") for link in links}
+    module.exit_json(changed=False, rows=rows, failing=failing, drift=fc.drift(rows, cidrs), lldp=running)
 
 
 def main():

@@ -79,8 +79,9 @@ actions:
   elements: str
 drift:
   description: One entry per difference (setting, expected, found, the C(action) that mends it), setting as
-    C(<node> <netdev> <what>), or for a stray C(<node> <kind> <name>) with its C(object) (kind, name) and the
-    C(path) (CIDR) it concerns. The doctor's fix is the stage's run, C(ds41f run fabric).
+    C(<node> <netdev> <what>) with its C(object) (kind C(link), the netdev), its C(aspect) (C(mtu), C(link),
+    C(address), C(arp_ignore), C(arp_announce)) and the C(path) (CIDR); or for a stray C(<node> <kind> <name>) with
+    its C(object) (kind, name) and the C(path) it concerns. The doctor's fix is the stage's run, C(ds41f run fabric).
   returned: always
   type: list
   elements: dict
@@ -175,22 +176,25 @@ def run(module):
         have = state[netdev]
         plan.manages("link", netdev, mtu=mtu, address="%s/%d" % (link["address"], link["prefix"]),
                      peers=[peer["address"] for peer in link.get("peers") or []])
+        # Each row names the link and the part of it that differs as data: the doctor folds a path by them.
+        about = {"about": ("link", netdev), "path": link.get("cidr")}
         if have["mtu"] != mtu:
             plan.change("%s %s mtu" % (node, netdev), mtu, have["mtu"], "ip link set dev %s mtu %d" % (netdev, mtu),
-                        ip("link", "set", "dev", netdev, "mtu", str(mtu)))
+                        ip("link", "set", "dev", netdev, "mtu", str(mtu)), aspect="mtu", **about)
         if not have["up"]:
             plan.change("%s %s link" % (node, netdev), "up", "down", "ip link set dev %s up" % netdev,
-                        ip("link", "set", "dev", netdev, "up"))
+                        ip("link", "set", "dev", netdev, "up"), aspect="link", **about)
         want = "%s/%d" % (link["address"], link["prefix"])
         if want not in have["addresses"]:
             plan.change("%s %s address" % (node, netdev), want, None,
-                        "ip address replace %s dev %s" % (want, netdev), ip("address", "replace", want, "dev", netdev))
+                        "ip address replace %s dev %s" % (want, netdev), ip("address", "replace", want, "dev", netdev),
+                        aspect="address", **about)
         for key, value in ARP_SETTINGS:
             found = read_conf(netdev, key)
             if found != value:
                 setting = "net.ipv4.conf.%s.%s" % (netdev, key)
                 plan.change("%s %s %s" % (node, netdev, key), value, found, "sysctl -w %s=%s" % (setting, value),
-                            sysctl(setting, value))
+                            sysctl(setting, value), aspect=key, **about)
     for route in sorted(module.params["routes"], key=lambda r: r["to"]):
         found = routes.get(route["to"])
         want = {"via": route["via"], "dev": route["netdev"]}

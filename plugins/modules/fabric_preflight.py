@@ -51,7 +51,8 @@ lldpd:
   returned: always
   type: bool
 drift:
-  description: On failure, each missing fabric netdev as a drift row (the doctor's cause, with the cable's far end).
+  description: On failure, each missing fabric netdev as a drift row (the doctor's cause, with the cable's far end), its
+    C(object) the link (kind C(link), the netdev), C(aspect) C(link) and C(path) the CIDR.
   returned: failure
   type: list
   elements: dict
@@ -62,6 +63,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import args as checks
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import obj
 
 TOOLS = ("ip", "ping", "netplan")
 
@@ -87,7 +89,8 @@ def run(module):
             far = "%s %s" % (link["peer"], link["peer_netdev"]) if link.get("peer") else "the switch"
             drift.append({"setting": "%s link" % link["netdev"], "expected": "present (cabled to %s)" % far,
                           "found": "missing", "fix": "check the cable at %s %s and %s; in the lab, `ds41f lab up` "
-                          "re-wires it" % (node, link["netdev"], far)})
+                          "re-wires it" % (node, link["netdev"], far), "object": obj("link", link["netdev"]),
+                          "aspect": "link", **({"path": link["cidr"]} if link.get("cidr") else {})})
             problems.append(
                 "%s has no netdev %s (port %d, PCIe path %d, cabled to %s in the site file). Fix: check that "
                 "the ConnectX-7 driver is loaded and the port is named as on a DGX Spark (`ip link`); in the "

@@ -116,8 +116,10 @@ def test_failing_rows_become_drift_entries_and_the_text_table_shows_only_what_is
     mine = link(triangle, "dgx1", "enp1s0f0np0")
     rows = [fc.link_row("dgx1", mine, dict(GOOD, mtu=1500), 9000), fc.link_row("dgx1", mine, GOOD, 9000)]
     rows += fc.skipped_rows("dgx1", [mine], "gid", "GID check skipped: not a DGX Spark (a podman container)")
-    assert fc.drift(rows) == [{"setting": "dgx1 enp1s0f0np0 link -> dgx2", "expected": rows[0]["expected"],
-                               "found": rows[0]["found"], "fix": "dgx1 enp1s0f0np0 MTU 1500 (expected 9000)"}]
+    assert fc.drift(rows, {mine["netdev"]: mine["cidr"]}) == [{
+        "setting": "dgx1 enp1s0f0np0 link -> dgx2", "expected": rows[0]["expected"], "found": rows[0]["found"],
+        "fix": "dgx1 enp1s0f0np0 MTU 1500 (expected 9000)", "object": {"kind": "link", "name": "enp1s0f0np0"},
+        "aspect": "mtu", "path": mine["cidr"]}]
     lines = fc.text(rows)
     assert lines[0] == "3 checks: 1 fail, 1 ok, 1 skipped"
     assert len(lines) == 4 and lines[2].startswith("dgx1  enp1s0f0np0  link   dgx2  fail")

@@ -22,6 +22,13 @@ def ends(cluster):
     return {(n.name, link["netdev"]): link["cidr"] for n in cluster.nodes for link in cluster.links(n.name)}
 
 
+def link_row(node, netdev, aspect, expected, found, fix, stage="fabric"):
+    """A row about one part (``aspect``) of a CX7 link, as the fabric stage and the live check give one (their own
+    rows: tests/unit/verify/test_fabric_fold.py)."""
+    return drift.row(node, stage, "%s %s" % (netdev, aspect), expected, found, fix,
+                     about={"kind": "link", "name": netdev}, aspect=aspect)
+
+
 # -- failed tasks and what was not checked ---------------------------------------------------------
 
 
@@ -85,10 +92,11 @@ def test_a_pulled_cable_is_one_row_naming_both_ends_with_one_fix():
     table = ends(cluster)
     cable = cluster.cable_table()[0]
     a, b = (cable["a"], cable["a_netdev"]), (cable["b"], cable["b_netdev"])
-    rows = [drift.row(a[0], "fabric", "%s link" % a[1], "present", "missing", "check the cable"),
-            drift.row(b[0], "fabric", "%s link" % b[1], "present", "missing", "check the cable"),
-            drift.row(b[0], "fabric", "%s address" % b[1], "10.0.0.2/24", None, "ip address replace ..."),
-            drift.row(a[0], "fabric", "%s reachability" % a[1], "answered", "no answer", "ping")]
+    rows = [link_row(a[0], a[1], "link", "present", "missing", "check the cable"),
+            link_row(b[0], b[1], "link", "present", "missing", "check the cable"),
+            link_row(b[0], b[1], "address", "10.0.0.2/24", None, "ip address replace ..."),
+            drift.row(a[0], "fabric", "%s reachability" % a[1], "answered", "no answer", "ping",
+                      path=cable["cidr"], aspect="reachability")]
     rows.append(dict(rows[0], stage="verify"))  # the live check sees the same missing link
     [r] = drift.dedupe(rows, table)
     assert r["found"].count("link missing") == 2  # once per end
@@ -100,8 +108,8 @@ def test_a_pulled_cable_is_one_row_naming_both_ends_with_one_fix():
 def test_no_carrier_at_one_end_explains_the_far_ends_lost_address():
     cluster = topology.build(SITE)
     cable = cluster.cable_table()[0]
-    rows = [drift.row(cable["a"], "fabric", "%s carrier" % cable["a_netdev"], "up", "down, carrier off", "reseat"),
-            drift.row(cable["b"], "fabric", "%s address" % cable["b_netdev"], "10.0.0.2/24", None, "ip address ...")]
+    rows = [link_row(cable["a"], cable["a_netdev"], "carrier", "up", "down, carrier off", "reseat"),
+            link_row(cable["b"], cable["b_netdev"], "address", "10.0.0.2/24", None, "ip address ...")]
     [r] = drift.dedupe(rows, ends(cluster))
     assert r["node"] == cable["a"] and r["fix"] == "reseat" and "address (absent)" in r["found"]
 
@@ -109,8 +117,8 @@ def test_no_carrier_at_one_end_explains_the_far_ends_lost_address():
 def test_an_mtu_and_an_address_on_different_ends_are_two_causes():
     cluster = topology.build(SITE)
     cable = cluster.cable_table()[0]
-    rows = [drift.row(cable["a"], "fabric", "%s mtu" % cable["a_netdev"], 9000, 1500, "ip link set"),
-            drift.row(cable["b"], "fabric", "%s address" % cable["b_netdev"], "10.0.0.2/24", None, "ds41f run fabric")]
+    rows = [link_row(cable["a"], cable["a_netdev"], "mtu", 9000, 1500, "ip link set"),
+            link_row(cable["b"], cable["b_netdev"], "address", "10.0.0.2/24", None, "ds41f run fabric")]
     assert len(drift.dedupe(rows, ends(cluster))) == 2
 
 

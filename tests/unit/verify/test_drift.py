@@ -91,8 +91,10 @@ def test_the_serve_preflight_s_fabric_verdict_folds_into_the_fabric_check_s_rows
     the serve preflight's 'fabric check' row on each node (its refusal) repeats them. Without a fabric row (the
     serve stage run alone, its own read not in the table) the verdict is the only evidence and stays."""
     ends = {("dgx2", "enp1s0f0np0"): "10.23.1.0/24", ("dgx3", "enp1s0f1np1"): "10.23.1.0/24"}
-    mtu = drift.row("dgx2", "fabric", "dgx2 enp1s0f0np0 mtu", 9000, 1500, "ip link set dev enp1s0f0np0 mtu 9000")
-    ping = drift.row("dgx3", "fabric", "enp1s0f1np1 ping 10.23.1.2 size 8972", "reply", "no reply", "check the path")
+    mtu = drift.row("dgx2", "fabric", "dgx2 enp1s0f0np0 mtu", 9000, 1500, "ip link set dev enp1s0f0np0 mtu 9000",
+                    about={"kind": "link", "name": "enp1s0f0np0"}, aspect="mtu")
+    ping = drift.row("dgx3", "fabric", "enp1s0f1np1 ping 10.23.1.2 size 8972", "reply", "no reply", "check the path",
+                     path="10.23.1.0/24", aspect="reachability")
     verdicts = [drift.row(node, "serve", "fabric check", "every path passes", found, "run the fabric stage",
                           echo_of=drift.echo(path=True))
                 for node, found in (("dgx2", "dgx2 enp1s0f0np0 MTU 1500 (expected 9000)"),
@@ -170,9 +172,11 @@ def test_the_serve_preflight_s_checkpoint_verdict_folds_into_the_model_stage_s_r
 
 
 def test_counts_status_and_table():
-    rows = [drift.row("dgx2", "fabric", "enp1s0f1np1 mtu", 9000, 1500, "ip link set", path="10.12.1.0/24"),
+    rows = [drift.row("dgx2", "fabric", "enp1s0f1np1 mtu", 9000, 1500, "ip link set", path="10.12.1.0/24",
+                      about={"kind": "link", "name": "enp1s0f1np1"}, aspect="mtu"),
             drift.row("all", "image", "image_id", "same", "a on dgx1; b on dgx2", "run image"),
-            drift.row("dgx3", "fabric", "enp1s0f0np0 carrier", "up", "down", "reseat", path="10.13.1.0/24")]
+            drift.row("dgx3", "fabric", "enp1s0f0np0 carrier", "up", "down", "reseat", path="10.13.1.0/24",
+                      about={"kind": "link", "name": "enp1s0f0np0"}, aspect="carrier")]
     assert drift.counts(rows) == {"error": 3, "warn": 0}
     assert drift.node_status(rows, ["dgx1", "dgx2", "dgx3"]) == {"dgx1": "drift", "dgx2": "drift", "dgx3": "drift"}
     assert drift.path_status(rows) == {"10.12.1.0/24": "drift", "10.13.1.0/24": "down"}
@@ -199,13 +203,22 @@ def test_a_fabric_path_folds_its_echoes_into_the_cause():
     """One wrong MTU as the fabric stage (check mode), its ping table and the live check all see it."""
     ends = {("dgx1", "enp1s0f0np0"): "10.12.1.0/24", ("dgx2", "enp1s0f1np1"): "10.12.1.0/24",
             ("dgx1", "enp1s0f1np1"): "10.13.1.0/24"}
+    def about(netdev, aspect):  # what the stage, its ping matrix and the live check give as data (test_fabric_fold)
+        return {"about": {"kind": "link", "name": netdev}, "aspect": aspect}
+
     rows = [
-        drift.row("dgx2", "fabric", "dgx2 enp1s0f1np1 mtu", 9000, 1500, "ip link set dev enp1s0f1np1 mtu 9000"),
-        drift.row("dgx1", "fabric", "dgx1 enp1s0f0np0 path -> dgx2", "replies", "0/3 replies", "no reply"),
-        drift.row("dgx2", "fabric", "dgx2 enp1s0f1np1 link -> dgx1", "mtu 9000", "mtu 1500", "MTU 1500"),
-        drift.row("dgx2", "fabric", "enp1s0f1np1 mtu", 9000, 1500, "ip link set ... then ds41f run fabric"),
-        drift.row("dgx1", "fabric", "dgx1 enp1s0f1np1 path -> dgx3", "replies", "0/3 replies", "no reply"),
-        drift.row("dgx1", "fabric", "dgx1 enp1s0f1np1 path -> dgx3", "replies", "0/3 replies", "no reply"),
+        drift.row("dgx2", "fabric", "dgx2 enp1s0f1np1 mtu", 9000, 1500, "ip link set dev enp1s0f1np1 mtu 9000",
+                  **about("enp1s0f1np1", "mtu")),
+        drift.row("dgx1", "fabric", "dgx1 enp1s0f0np0 path -> dgx2", "replies", "0/3 replies", "no reply",
+                  path="10.12.1.0/24", aspect="reachability"),
+        drift.row("dgx2", "fabric", "dgx2 enp1s0f1np1 link -> dgx1", "mtu 9000", "mtu 1500", "MTU 1500",
+                  **about("enp1s0f1np1", "mtu")),
+        drift.row("dgx2", "fabric", "enp1s0f1np1 mtu", 9000, 1500, "ip link set ... then ds41f run fabric",
+                  **about("enp1s0f1np1", "mtu")),
+        drift.row("dgx1", "fabric", "dgx1 enp1s0f1np1 path -> dgx3", "replies", "0/3 replies", "no reply",
+                  path="10.13.1.0/24", aspect="reachability"),
+        drift.row("dgx1", "fabric", "dgx1 enp1s0f1np1 path -> dgx3", "replies", "0/3 replies", "no reply",
+                  path="10.13.1.0/24", aspect="reachability"),
         drift.row("all", "image", "image_id", "same", "differs", "run image"),
     ]
     out = drift.dedupe(rows, ends)
