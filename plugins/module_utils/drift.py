@@ -406,8 +406,8 @@ def dedupe(rows, ends=None):
     """The table's rows: one per finding, errors first, then by node.
 
     A finding reported twice (the same part of one object, ``aspect``, by a stage in check mode and by a live
-    check, or the same setting and finding by two stages that both keep the object, as /etc/ds41f) is one row, the
-    first stage's; a fabric path's echoes (the serve preflight's fabric verdict among them) fold into its cause
+    check, or the same setting and finding by two stages that both keep the object, as /etc/ds41f) is one row: the
+    first that says what its fix's run would do (``action``), else the first; a fabric path's echoes (the serve preflight's fabric verdict among them) fold into its cause
     (``ends`` as in ``attach_paths``), an image or checkpoint that differs across nodes folds into the rows naming
     the nodes whose copy is wrong, a row whose ``cause`` object has a row of its own, or lies on a node that did not
     answer, folds into that row, the serve preflight's view of a node's checkpoint folds into the model stage's rows
@@ -417,12 +417,14 @@ def dedupe(rows, ends=None):
     rows = _drop_caused([r for r in rows if r["expected"] != r["found"]])
     # after attach_paths: an echo of the fabric's paths looks for rows that carry their path
     rows = _consolidate_paths(_drop_echoes(attach_paths([dict(r) for r in rows], ends)), ends)
-    seen, out = set(), []
+    seen, out = {}, []
     for r in rows:
         same = _same(r)
         if same not in seen:
-            seen.add(same)
+            seen[same] = len(out)
             out.append(r)
+        elif r.get("action") and not out[seen[same]].get("action"):
+            out[seen[same]] = r  # the row of the stage that mends it (what its run would do) over a check's view
     return sorted(out, key=lambda r: (SEVERITIES.index(r["severity"]), r["node"], r["stage"], r["setting"]))
 
 

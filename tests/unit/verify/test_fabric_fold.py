@@ -143,6 +143,21 @@ def test_a_fault_at_each_end_of_one_path_is_a_cause_each(ring, monkeypatch, faul
         (cable[e], cable[e + "_netdev"], fault) for e in "ab")
 
 
+@pytest.mark.parametrize("fault", ["mtu", "address"])
+@pytest.mark.parametrize("check_first", [False, True])
+def test_the_row_kept_for_a_link_is_the_one_whose_fix_says_what_it_does(ring, monkeypatch, fault, check_first):
+    """The stage's own row (fabric_links: ``ip link set ... mtu 9000``) and the check's view of the same part of the
+    same link (fabric_check's link row) are one finding: the table keeps the stage's, in whichever order the run
+    collected them (the verify-doctor lab collected the check's first)."""
+    cable = ring.cable_table()[0]
+    node, netdev = cable["a"], cable["a_netdev"]
+    reading, _ = readings(ring, node, netdev, fault)
+    stage = stage_rows(ring, node, reading[node], monkeypatch)
+    check = check_rows(ring, node, links.addr_state(reading[node]["addr"]), cable["cidr"])
+    [r] = drift.dedupe(check + stage if check_first else stage + check, ends(ring))
+    assert r in stage and r["action"] and (r["object"]["name"], r["aspect"]) == (netdev, fault)
+
+
 def test_a_stray_on_a_path_is_kept_beside_its_cause_and_its_pings_fold(ring, monkeypatch):
     first = ring.cable_table()[0]
     rows, cable = all_rows(ring, first["a"], first["a_netdev"], "mtu", monkeypatch)
