@@ -323,9 +323,10 @@ def names(row, obj):
     """The row names the object whole, on its node: /etc/ds41f is not named by a row on /etc/ds41f/model.json (a set
     may change both), nor kernel.panic by one on kernel.panic_on_oops. A fabric path's row, on its first end, names
     what it found at the far end as "<node> <netdev>: ..." (a set may change both ends of one cable)."""
-    if row.get("object"):  # a row that carries its object is compared by it, not by its words
-        return (row["object"]["node"], row["object"]["kind"], row["object"]["name"]) == (
-            obj["node"], obj["kind"], obj["name"])
+    if row.get("object"):  # a row that carries its object is compared by it, not by its words; a fabric path that is
+        # down is one row on its first end that lists both ends' links as data (a set may change both ends of one cable)
+        return any((o.get("node") or row["node"], o["kind"], o["name"]) == (obj["node"], obj["kind"], obj["name"])
+                   for o in [row["object"]] + list(row.get("ends") or []))
     text = " ".join(str(row.get(k) or "") for k in ("setting", "found"))
 
     def whole(name):

@@ -73,6 +73,13 @@ def test_a_row_names_an_object_only_on_its_node_by_setting_or_found():
                 "found": "dgx2 enp1s0f0np0: address (absent); carrier down; dgx3 enp1s0f1np1: link down"}
     assert dm.names(path_row, dict(LINK, node="dgx2", name="enp1s0f0np0"))
     assert dm.names(path_row, dict(LINK, name="enp1s0f1np1"))
+    # The same row as the fold makes it now: its object the first end, both ends as data
+    ends = [{"node": "dgx2", "kind": "link", "name": "enp1s0f0np0"}, {"node": "dgx3", "kind": "link",
+                                                                        "name": "enp1s0f1np1"}]
+    by_data = dict(path_row, object={"node": "dgx3", "kind": "link", "name": "enp1s0f1np1"}, ends=ends)
+    assert dm.names(by_data, dict(LINK, node="dgx2", name="enp1s0f0np0"))
+    assert dm.names(by_data, dict(LINK, name="enp1s0f1np1"))
+    assert not dm.names(by_data, dict(LINK, node="dgx4", name="enp1s0f0np0"))
     assert not dm.names(path_row, dict(LINK, node="dgx2", name="enp1s0f1np1"))
     assert not dm.names(dict(path_row, path=None), dict(LINK, node="dgx2", name="enp1s0f0np0"))
 
