@@ -24,6 +24,13 @@ PART_SUFFIX = ".ds41f-part"  # a file being received; becomes the real name only
 CHUNK = 8 * 1024 * 1024
 
 MISSING, SHORT, LONG, CORRUPT, UNREADABLE = "missing", "short", "larger than expected", "corrupt", "unreadable"
+# The doctor's object for one file of the checkpoint: the kind its rows carry and the model stage declares it as.
+KIND = "checkpoint file"
+
+
+def about(root, rel):
+    """(kind, name) of the checkpoint file ``rel`` under ``root``: a doctor row's object, as converge.obj takes it."""
+    return KIND, os.path.join(root, rel)
 
 
 def scan(root):

@@ -116,7 +116,8 @@ record_digest:
   returned: always
   type: str
 drift:
-  description: One entry per bad file for the doctor's drift table, its object the file (C({kind - file, name})).
+  description: One entry per bad file for the doctor's drift table, its object the file (C({kind - checkpoint file,
+    name})), as M(dgxspark.ds41f.model_fetch) declares it.
   returned: always
   type: list
   elements: dict
@@ -132,13 +133,13 @@ skipped_checks:
   elements: dict
 """
 
-import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import manifest as mf
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import scrub
+from ansible_collections.dgxspark.ds41f.plugins.module_utils.converge import obj
 
 MODULE_SPEC = dict(argument_spec={
     "path": {"type": "path", "required": True},
@@ -182,7 +183,7 @@ def run(module):
     drift = [{"setting": "model file %s" % x["path"],
               "expected": "sha256 %s, %d bytes" % (sha[x["path"]][:16], x["expected_size"]),
               "found": mf.describe(x), "action": "fetch %s again from a node that holds it" % x["path"],
-              "object": {"kind": "file", "name": os.path.join(p["path"], x["path"])}}
+              "object": obj(*mf.about(p["path"], x["path"]))}
              for x in result["problems"]]
     facts = dict(changed=False, complete=not result["problems"], problems=result["problems"], messages=messages,
                  ok=result["ok"], hashed=len(result["hashed"]), extra=result["extra"],

@@ -128,7 +128,15 @@ actions:
   type: list
   elements: str
 drift:
-  description: What differed, for the doctor's drift table.
+  description: What differed, for the doctor's drift table; a file's row carries its object (C(checkpoint file)).
+  returned: always
+  type: list
+  elements: dict
+managed:
+  description:
+    - Every file of the manifest as the object this stage keeps - C(kind) C(checkpoint file), C(name) its path on
+      the node, C(size) its size in the manifest. The doctor lists them, and its mutation test (C(tests/mutation/))
+      changes each file's bytes under a kept size and mtime, cuts it short or deletes it.
   returned: always
   type: list
   elements: dict
@@ -187,11 +195,13 @@ def run(module):
     entries = {e["path"]: e for e in manifest["files"]}
     plan = Plan(module)
     source = parent["name"] if parent else p["origin"]
+    for entry in manifest["files"]:  # every file the stage keeps, in sync or not: the doctor lists each
+        plan.manages(*mf.about(p["path"], entry["path"]), size=entry["size"])
     for x in problems:
         entry = entries[x["path"]]
         plan.change("model file %s" % x["path"], "sha256 %s, %d bytes" % (entry["sha256"][:16], entry["size"]),
                     mf.describe(x), "fetch %s (%s) from %s" % (x["path"], x["problem"], source),
-                    about=("file", os.path.join(p["path"], x["path"])))
+                    about=mf.about(p["path"], x["path"]))
     if problems and not parent and not module.check_mode:
         module.fail_json(msg="%s: %s, and no node holds a verified copy to fetch from. Fix: check the source (%s) "
                              "and re-run the model stage." % (p["node"], "; ".join(mf.describe(x) for x in problems),

@@ -9,15 +9,19 @@ For each object, one change at a time (and, with --sets, random sets of five at 
   - that row has a fix, and the fix (its ``ds41f run`` command, else the row's stage) repairs it;
   - the doctor changed nothing on any node (every managed object reads the same before and after it);
   - after the fix the doctor is clean and every object reads as before the change.
-The clean doctor after a fix is the next trial's doctor run, which must show no row but those naming the next
-trial's objects (one doctor run per trial; --no-pipeline runs one more after each repair), and after the last
-trial a doctor run of its own. Coverage is printed per stage: objects the doctor named over objects changed.
+A change only the deep doctor sees (a checkpoint file's bytes under a kept size and mtime: DEEP) is looked for by
+``ds41f doctor --deep``; every other trial's doctor is the quick one. The clean doctor after a fix is the next
+trial's doctor run, which must show no row but those naming the next trial's objects (one doctor run per trial;
+--no-pipeline runs one more after each repair), and after the last trial a doctor run of its own. Coverage is
+printed per stage: objects the doctor named over objects changed.
 
   tests/mutation/doctor_mutations.py --lab molecule-verify-doctor --report docs/mutation   # every change
   tests/mutation/doctor_mutations.py --lab LAB --each-object --sets 3                       # each object once
   tests/mutation/doctor_mutations.py --lab LAB --sample 3 --sets 1 --stages fabric,serve     # a random sample
   tests/mutation/doctor_mutations.py --lab LAB --sample 1 --clean-report DIR/doctor.json    # CI's (verify-doctor)
   tests/mutation/doctor_mutations.py --lab LAB --kinds link --changes 'add a route,add an address'  # some changes
+  tests/mutation/doctor_mutations.py --lab molecule-model-fanout --kinds 'checkpoint file' --sample 3 \
+      --skip-tags host_baseline,kernel,memory_saver,fabric,firewall,site_config,image,serve,verify  # the model lab
 
 It changes only the lab's own nodes (podman exec into ds41f-LAB-NODE), and runs ds41f from the project folder.
 """
@@ -45,6 +49,16 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils.config_layers impor
 MARK = "# ds41f mutation"
 OTHER_IMAGE = "ds41f-mutation:other"  # the image a moved tag names
 WRONG_MAC = "02:00:00:00:00:01"  # a locally administered MAC no lab node has
+
+KEPT_STAT = "bytes changed under kept size and mtime"
+# One byte in the middle of the file (argv[1]) inverted in place, then its atime and mtime put back to the
+# nanosecond: size, mtime and inode are those the node's verification record vouches for.
+FLIP_KEEPING_STAT = ("import os, sys; p = sys.argv[1]; s = os.stat(p); f = open(p, 'r+b'); f.seek(s.st_size // 2); "
+                     "b = f.read(1)[0] ^ 0xFF; f.seek(s.st_size // 2); f.write(bytes([b])); f.close(); "
+                     "os.utime(p, ns=(s.st_atime_ns, s.st_mtime_ns))")
+# Changes only the deep doctor sees (ds41f doctor --deep, which scrubs every checkpoint first): a trial with one of
+# them runs the doctor with --deep, every other trial without (it is quick, and reads no checkpoint in full).
+DEEP = {("checkpoint file", KEPT_STAT)}
 
 # kind -> [(mutation, applies(obj) -> bool, shell command(obj) -> str[, what the row must name(obj) -> {kind, name}])]:
 # without the fourth, the row names the object changed; with it, the object the change made on the object's node (a
@@ -133,6 +147,15 @@ MUTATIONS = {
         ("mode", lambda o: True, lambda o: "chmod 0644 %s" % q(o["name"])),
         ("another public half", lambda o: True, lambda o: "sed -i '1s/^/%s /' %s.pub" % (MARK, q(o["name"]))),
     ],
+    # A file of the model stage's checkpoint (model_fetch declares each with its size): its bytes changed in place
+    # with size, mtime and inode kept (what the stage's quick check trusts; only the scrub of ds41f doctor --deep
+    # reads it: see DEEP), cut to half its size, deleted.
+    "checkpoint file": [
+        (KEPT_STAT, lambda o: o.get("size", 0) > 0,
+         lambda o: "python3 -c %s %s" % (q(FLIP_KEEPING_STAT), q(o["name"]))),
+        ("truncated", lambda o: o.get("size", 0) > 0, lambda o: "truncate -s %d %s" % (o["size"] // 2, q(o["name"]))),
+        ("deleted", lambda o: True, lambda o: "rm -f %s" % q(o["name"])),
+    ],
     # One marked line of a file others share (root's authorized_keys): only that line is changed, never the file.
     "authorized_key": [
         ("remove the entry", lambda o: o.get("state") != "absent",
@@ -167,6 +190,9 @@ READ = {
     "key pair": 'if [ -e "$N" ]; then a=$(cat "$N" | ssh-keygen -y -f /dev/stdin 2>/dev/null | cut -d" " -f1,2); '
                 'b=$(cut -d" " -f1,2 "$N.pub" 2>/dev/null); echo "$(stat -c "%a %U:%G" "$N") '
                 '$([ -n "$a" ] && [ "$a" = "$b" ] && echo pair || echo mismatch)"; else echo absent; fi',
+    # Its bytes and size, not its mtime: the stage keeps the manifest's sha256 and size, and its fix lands a new file.
+    "checkpoint file": 'if [ -e "$N" ]; then echo "$(sha256sum < "$N" | cut -c1-16) $(stat -c %s "$N")"; '
+                       'else echo absent; fi',
     # What every file of the folder sets ($F), comments and [Section] heads left out: a line turned off reads as
     # before it was added.
     "setting": 'cat "$F"/*.conf 2>/dev/null | grep -Ev "^[[:space:]]*([#;]|\\[.*\\][[:space:]]*$|$)" | sort | sha256sum'
@@ -237,13 +263,17 @@ class Lab:
                               capture_output=True, timeout=timeout)
         return proc.returncode, proc.stdout, proc.stderr
 
-    def doctor(self):
-        """(rc, doctor.json) of one ds41f doctor run on the lab."""
-        self.doctors += 1
-        report = self.workdir / ("doctor-%03d" % self.doctors)
+    def doctor_argv(self, report, deep=False):
         argv = ["ds41f", "doctor", "--lab", self.name, "--report-dir", str(report)]
         if self.skip_tags:
             argv += ["--skip-tags", self.skip_tags]
+        return argv + (["--deep"] if deep else [])
+
+    def doctor(self, deep=False):
+        """(rc, doctor.json) of one ds41f doctor run on the lab (``deep``: ds41f doctor --deep)."""
+        self.doctors += 1
+        report = self.workdir / ("doctor-%03d" % self.doctors)
+        argv = self.doctor_argv(report, deep)
         proc = subprocess.run(argv, cwd=ROOT, text=True, capture_output=True, timeout=600)
         (report / "output.txt").parent.mkdir(parents=True, exist_ok=True)
         (report / "output.txt").write_text(proc.stdout + proc.stderr)
@@ -266,13 +296,17 @@ class Lab:
         nodes = sorted({o["node"] for o in objects})
         for node in nodes:
             mine = [o for o in objects if o["node"] == node]
-            script = "; ".join('N=%s; F=%s; printf "%%s\\n" "$(%s)"' % (q(o["name"]), q(o.get("folder", "")),
-                                                                         READ[o["kind"]]) for o in mine)
-            rc, stdout, stderr = self.sh(node, script)
+            rc, stdout, stderr = self.sh(node, read_script(mine))
             lines = stdout.split("\n")
             for i, o in enumerate(mine):
                 out[key(o)] = lines[i].strip() if rc == 0 and i < len(lines) else "unread: %s" % stderr.strip()
         return out
+
+
+def read_script(objects):
+    """One shell script that prints each object's state (READ of its kind) on a line of its own, in order."""
+    return "; ".join('N=%s; F=%s; printf "%%s\\n" "$(%s)"' % (q(o["name"]), q(o.get("folder", "")), READ[o["kind"]])
+                     for o in objects)
 
 
 def named(o, mutation):
@@ -289,9 +323,10 @@ def names(row, obj):
     """The row names the object whole, on its node: /etc/ds41f is not named by a row on /etc/ds41f/model.json (a set
     may change both), nor kernel.panic by one on kernel.panic_on_oops. A fabric path's row, on its first end, names
     what it found at the far end as "<node> <netdev>: ..." (a set may change both ends of one cable)."""
-    if row.get("object"):  # a row that carries its object is compared by it, not by its words
-        return (row["object"]["node"], row["object"]["kind"], row["object"]["name"]) == (
-            obj["node"], obj["kind"], obj["name"])
+    if row.get("object"):  # a row that carries its object is compared by it, not by its words; a fabric path that is
+        # down is one row on its first end that lists both ends' links as data (a set may change both ends of one cable)
+        return any((o.get("node") or row["node"], o["kind"], o["name"]) == (obj["node"], obj["kind"], obj["name"])
+                   for o in [row["object"]] + list(row.get("ends") or []))
     text = " ".join(str(row.get(k) or "") for k in ("setting", "found"))
 
     def whole(name):
@@ -347,7 +382,7 @@ def trial(lab, objects, clean, chosen, pending=()):
         return results, list(pending)
     mutated = lab.snapshot(objects)
     started = time.monotonic()
-    rc, doc = lab.doctor()
+    rc, doc = lab.doctor(deep=any((r["object"]["kind"], r["mutation"]) in DEEP for r in applied))
     seconds = time.monotonic() - started
     after = lab.snapshot(objects)
     rows = doc.get("rows") or []

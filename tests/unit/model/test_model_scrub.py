@@ -372,7 +372,7 @@ def test_the_doctor_row_names_the_file_with_its_object_cause_and_fix(ckpt, tmp_p
     rows = drift.rows_from_result("dgx3", "model", "Check this node's copy against the manifest", got)
     assert len(rows) == 1
     row = rows[0]
-    assert row["object"] == {"node": "dgx3", "kind": "file", "name": os.path.join(root, victim)}
+    assert row["object"] == {"node": "dgx3", "kind": "checkpoint file", "name": os.path.join(root, victim)}
     assert row["fix"] == "ds41f run model" and row["action"] == "fetch %s again from a node that holds it" % victim
     assert row["found"].startswith("%s: bytes changed under kept size and mtime (sha256 " % victim)
     assert row["expected"] == "sha256 %s, %d bytes" % (made["files"][2]["sha256"][:16], made["files"][2]["size"])
@@ -402,7 +402,7 @@ def test_the_model_stage_fetches_the_file_again_and_the_finding_is_gone(ckpt, tm
         "node": "child", "port": port, "token": TOKEN}, check_mode=False)
     thread.join(10)
     assert fetched["fetched"] == [victim] and fetched["drift"][0]["object"] == {
-        "kind": "file", "name": os.path.join(root, victim)}, fetched
+        "kind": "checkpoint file", "name": os.path.join(root, victim)}, fetched
     assert mf.sha256_file(os.path.join(root, victim)) == made["files"][0]["sha256"]
     after = run_module("model_check", check_args)
     assert after["complete"] and after["problems"] == [] and after["hashed"] == 0
@@ -467,6 +467,8 @@ def test_doctor_deep_scrubs_every_node_prints_each_and_the_check_names_the_file(
     assert "5 of 5 files" in scrub.summary(state) and "1 bad: %s %s" % (victim, scrub.KEPT_STAT) in scrub.summary(
         state)
     doc = json.loads((report / "doctor.json").read_text())
-    assert [(r["node"], r["object"]) for r in doc["rows"]] == [
-        (host, {"node": host, "kind": "file", "name": os.path.join(node["root"], victim)}) for host in ("dgx1", "dgx2")]
+    # no verdict task here: the rows as the nodes finished, unfolded
+    assert sorted(((r["node"], r["object"]) for r in doc["rows"]), key=str) == [
+        (host, {"node": host, "kind": "checkpoint file", "name": os.path.join(node["root"], victim)})
+        for host in ("dgx1", "dgx2")]
     assert {r["fix"] for r in doc["rows"]} == {"ds41f run model"} and doc["not_checked"] == []

@@ -14,6 +14,8 @@ LINK = {"node": "dgx3", "stage": "fabric", "kind": "link", "name": "enp1s0f0np0"
 SYSCTL = {"node": "dgx4", "stage": "host_baseline", "kind": "sysctl", "name": "net.core.somaxconn", "value": "4096"}
 IMAGE = {"node": "dgx2", "stage": "image", "kind": "image", "name": "ds41f-lab:lab-1"}
 CONTAINER = {"node": "dgx4", "stage": "serve", "kind": "container", "name": "spark-ds41f"}
+CHECKPOINT = {"node": "dgx2", "stage": "model", "kind": "checkpoint file", "size": 33554568,
+              "name": "/var/lib/ds41f/models/ds41f/model-00003-of-00008.safetensors"}
 
 
 def applicable(obj):
@@ -34,6 +36,8 @@ def test_each_kind_gets_the_changes_that_make_sense_for_it():
     assert applicable(dict(SYSCTL, value="bbr")) == []  # no other value known for a word
     assert applicable(IMAGE) == ["remove the tag", "move the tag"]
     assert applicable(CONTAINER) == ["stop", "remove", "update its restart policy", "update its cpu shares"]
+    assert applicable(CHECKPOINT) == ["bytes changed under kept size and mtime", "truncated", "deleted"]
+    assert applicable(dict(CHECKPOINT, size=0)) == ["deleted"]  # an empty file has no byte to change or cut
     assert applicable({"kind": "nft_table", "name": "inet ds41f"}) == ["delete a rule", "open a port by hand",
                                                                       "delete the table"]
 
@@ -69,6 +73,13 @@ def test_a_row_names_an_object_only_on_its_node_by_setting_or_found():
                 "found": "dgx2 enp1s0f0np0: address (absent); carrier down; dgx3 enp1s0f1np1: link down"}
     assert dm.names(path_row, dict(LINK, node="dgx2", name="enp1s0f0np0"))
     assert dm.names(path_row, dict(LINK, name="enp1s0f1np1"))
+    # The same row as the fold makes it now: its object the first end, both ends as data
+    ends = [{"node": "dgx2", "kind": "link", "name": "enp1s0f0np0"}, {"node": "dgx3", "kind": "link",
+                                                                        "name": "enp1s0f1np1"}]
+    by_data = dict(path_row, object={"node": "dgx3", "kind": "link", "name": "enp1s0f1np1"}, ends=ends)
+    assert dm.names(by_data, dict(LINK, node="dgx2", name="enp1s0f0np0"))
+    assert dm.names(by_data, dict(LINK, name="enp1s0f1np1"))
+    assert not dm.names(by_data, dict(LINK, node="dgx4", name="enp1s0f0np0"))
     assert not dm.names(path_row, dict(LINK, node="dgx2", name="enp1s0f1np1"))
     assert not dm.names(dict(path_row, path=None), dict(LINK, node="dgx2", name="enp1s0f0np0"))
 
@@ -174,6 +185,7 @@ class FakeLab:
         self.clean = {dm.key(o): "ok" for o in objects}
         self.state, self.stuck, self.doctors, self.sites = dict(self.clean), set(stuck), 0, 0
         self.by_name = {o["name"]: o for o in objects}
+        self.deep = []  # each doctor run's --deep
 
     def sh(self, node, script, timeout=60):
         for name, o in self.by_name.items():
@@ -184,8 +196,9 @@ class FakeLab:
     def snapshot(self, objects):
         return {dm.key(o): self.state[dm.key(o)] for o in objects}
 
-    def doctor(self):
+    def doctor(self, deep=False):
         self.doctors += 1
+        self.deep.append(deep)
         rows = [{"node": o["node"], "setting": o["name"], "expected": "ok", "found": "changed",
                  "fix": "ds41f run %s" % o["stage"]} for o in self.by_name.values() if self.state[dm.key(o)] != "ok"]
         return (1 if rows else 0), {"rows": rows}
@@ -224,6 +237,29 @@ def test_the_next_trial_s_doctor_judges_the_fix_before_it_one_doctor_run_per_tri
     assert unpipelined.doctors == 3 * 2
 
 
+def test_only_a_trial_with_a_change_only_the_deep_doctor_sees_runs_the_doctor_with_deep(tmp_path):
+    """Bit rot under a kept stat is read by ds41f doctor --deep alone; the other changes of a checkpoint file, and
+    every other kind's, keep the quick doctor."""
+    assert {("checkpoint file", dm.KEPT_STAT)} == dm.DEEP
+    objects = [FILE, CHECKPOINT, dict(CHECKPOINT, node="dgx3", name=CHECKPOINT["name"].replace("00003", "00004"))]
+    lab = FakeLab(objects)
+    kept_stat, truncated = (next(m for m in dm.MUTATIONS["checkpoint file"] if m[0] == name)
+                            for name in (dm.KEPT_STAT, "truncated"))
+    file_delete = dm.MUTATIONS["file"][0]
+    pending = []
+    for chosen in ([(FILE, file_delete)], [(CHECKPOINT, kept_stat)], [(objects[2], truncated)],
+                   [(FILE, file_delete), (objects[2], kept_stat)]):
+        done, pending = dm.trial(lab, objects, lab.clean, chosen, pending)
+        assert all(all(r["checks"].values()) for r in done), done
+    dm.closing_doctor(lab, pending)
+    assert lab.deep == [False, True, False, True, False]  # the last: the closing clean check
+    report = tmp_path / "doctor-001"
+    real = dm.Lab("molecule-model-fanout", "verify", tmp_path)
+    assert real.doctor_argv(report, deep=True) == ["ds41f", "doctor", "--lab", "molecule-model-fanout",
+                                                   "--report-dir", str(report), "--skip-tags", "verify", "--deep"]
+    assert "--deep" not in real.doctor_argv(report)
+
+
 def test_a_fix_that_does_not_repair_fails_its_trial_and_the_next_sees_the_leftover_row():
     objects = [FILE, UNIT, LINK]
     lab = FakeLab(objects, stuck=[UNIT["name"]])
@@ -253,8 +289,8 @@ class DockerLab(FakeLab):
         self.rank = "exited"
         return super().sh(node, script, timeout)
 
-    def doctor(self):
-        rc, doc = super().doctor()
+    def doctor(self, deep=False):
+        rc, doc = super().doctor(deep)
         if self.state[dm.key(self.docker)] != "ok":
             doc["not_checked"] = [{"node": "dgx2", "check": "serving container spark-ds41f", "reason": "docker"}]
         elif self.rank != "running":
