@@ -407,12 +407,12 @@ def dedupe(rows, ends=None):
 
     A finding reported twice (the same part of one object, ``aspect``, by a stage in check mode and by a live
     check, or the same setting and finding by two stages that both keep the object, as /etc/ds41f) is one row: the
-    first that says what its fix's run would do (``action``), else the first; a fabric path's echoes (the serve preflight's fabric verdict among them) fold into its cause
-    (``ends`` as in ``attach_paths``), an image or checkpoint that differs across nodes folds into the rows naming
-    the nodes whose copy is wrong, a row whose ``cause`` object has a row of its own, or lies on a node that did not
-    answer, folds into that row, the serve preflight's view of a node's checkpoint folds into the model stage's rows
-    on that node, and a row whose found is its expected (a record that would only be
-    rewritten) is no drift at all."""
+    first that says what its fix's run would do (``action``), else the first; a fabric path's echoes (the serve
+    preflight's fabric verdict among them) fold into its cause (``ends`` as in ``attach_paths``), an image or
+    checkpoint that differs across nodes folds into the rows naming the nodes whose copy is wrong, a row whose
+    ``cause`` object has a row of its own, or lies on a node that did not answer, folds into that row, the serve
+    preflight's view of a node's checkpoint folds into the model stage's rows on that node, and a row whose found is
+    its expected (a record that would only be rewritten) is no drift at all."""
     ends = ends or {}
     rows = _drop_caused([r for r in rows if r["expected"] != r["found"]])
     # after attach_paths: an echo of the fabric's paths looks for rows that carry their path
