@@ -243,6 +243,11 @@ def causes(rows):
     return found
 
 
+# The parts of a link the fabric stage sets (fabric_links): a row about one of them is mended by `ds41f run fabric`;
+# any other finding (a cable, the GID slot, the speed) says in its message what a person must do.
+STAGE_MENDS = ("link", "mtu", "address")
+
+
 def drift(rows, cidrs=None):
     """Failing rows as drift entries (setting, expected, found, fix) for the doctor's drift table, with what it folds
     them by as data: a path row's failed pings are aspect ``reachability`` with the cause object of a consequence;
@@ -258,6 +263,8 @@ def drift(rows, cidrs=None):
                 entry["aspect"] = "reachability"
             else:
                 entry.update(object=obj("link", r["netdev"]), aspect=r.get("aspect") or r["check"])
+                if entry["aspect"] in STAGE_MENDS:  # the fix is the stage's run, which sets that part of the link
+                    entry["fix"] = None
             if (cidrs or {}).get(r["netdev"]):
                 entry["path"] = cidrs[r["netdev"]]
             if r.get("cause"):

@@ -1,8 +1,8 @@
 """The fabric check's rows and messages, from ping outputs and lldpctl recorded in the lab and GID tables
 under tests/fixtures/rdma: each failing row must name the broken end."""
 
+from ansible_collections.dgxspark.ds41f.plugins.module_utils import drift, lldp
 from ansible_collections.dgxspark.ds41f.plugins.module_utils import fabric_check as fc
-from ansible_collections.dgxspark.ds41f.plugins.module_utils import lldp
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware import rdma
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.hardware.host import Host
 from tests.conftest import FIXTURES
@@ -118,8 +118,10 @@ def test_failing_rows_become_drift_entries_and_the_text_table_shows_only_what_is
     rows += fc.skipped_rows("dgx1", [mine], "gid", "GID check skipped: not a DGX Spark (a podman container)")
     assert fc.drift(rows, {mine["netdev"]: mine["cidr"]}) == [{
         "setting": "dgx1 enp1s0f0np0 link -> dgx2", "expected": rows[0]["expected"], "found": rows[0]["found"],
-        "fix": "dgx1 enp1s0f0np0 MTU 1500 (expected 9000)", "object": {"kind": "link", "name": "enp1s0f0np0"},
+        "fix": None, "object": {"kind": "link", "name": "enp1s0f0np0"},  # None: the stage's run sets the MTU
         "aspect": "mtu", "path": mine["cidr"]}]
+    assert drift.rows_from_result("dgx1", "fabric", "Ping matrix", {"drift": fc.drift(rows)})[0]["fix"] == (
+        "ds41f run fabric")
     lines = fc.text(rows)
     assert lines[0] == "3 checks: 1 fail, 1 ok, 1 skipped"
     assert len(lines) == 4 and lines[2].startswith("dgx1  enp1s0f0np0  link   dgx2  fail")
