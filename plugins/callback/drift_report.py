@@ -63,7 +63,6 @@ from ansible_collections.dgxspark.ds41f.plugins.module_utils import (
     doctor_verdict,
     drift,
     textfile,
-    topology,
     topology_picture,
 )
 from ansible_collections.dgxspark.ds41f.plugins.module_utils.plain import plain
@@ -124,9 +123,8 @@ class CallbackModule(CallbackBase):
     def cluster(self):
         """The one model of the site, or None when the run has no site (or an invalid one)."""
         if self._cluster is None and self.site:
-            try:
-                self._cluster = topology.build(self.site)
-            except topology.TopologyError:
+            self._cluster = doctor_verdict.cluster(self.site)
+            if self._cluster is None:  # an invalid site: the validation's own row says why
                 self.site = None
         return self._cluster
 
@@ -179,7 +177,7 @@ class CallbackModule(CallbackBase):
         if task.action in VERDICT_ACTIONS:
             if "rows" in result.result:  # the verdict, computed by that task: this callback renders it
                 self.verdict = {k: result.result.get(k) for k in ("rows", "counts", "picture")}
-            elif failed:  # it found no findings to judge (the callback was not active then): its failure is a row
+            elif failed:  # it read no findings (findings.json missing or unreadable): its failure is a row
                 self.rows.extend(drift.rows_from_result(result.host.get_name(), "doctor", task.name or task.action,
                                                         dict(result.result, failed=True)))
             return

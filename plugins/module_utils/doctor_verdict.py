@@ -34,7 +34,8 @@ def read_findings(directory):
         return json.load(handle)
 
 
-def _cluster(site):
+def cluster(site):
+    """The site's one model (topology), or None without a site or with an invalid one."""
     if not site:
         return None
     try:
@@ -47,18 +48,18 @@ def verdict(findings, site):
     """{rows, counts, picture} from the run's ``findings`` ({rows, checked}) and the site file as the inventory read
     it: the table's rows, one per cause; their count per severity; and what the topology picture colours
     ({nodes: {node: status}, paths: {cidr: status}}, only from checks that ran), or None without a site."""
-    cluster = _cluster(site)
+    model = cluster(site)
     ends = {}
-    if cluster:
-        for node in cluster.nodes:
-            for link in cluster.links(node.name):
+    if model:
+        for node in model.nodes:
+            for link in model.links(node.name):
                 ends[(node.name, link["netdev"])] = link["cidr"]
     rows = drift.dedupe(findings.get("rows") or [], ends)
     picture = None
-    if cluster:
+    if model:
         checked = findings.get("checked") or {}
-        nodes = drift.node_status(rows, [n.name for n in cluster.nodes], set(checked.get("nodes") or []))
+        nodes = drift.node_status(rows, [n.name for n in model.nodes], set(checked.get("nodes") or []))
         paths = drift.path_status(rows, checked.get("paths") or [])
         picture = {"nodes": nodes,
-                   "paths": {r["cidr"]: paths.get(r["cidr"], "unchecked") for r in cluster.cable_table()}}
+                   "paths": {r["cidr"]: paths.get(r["cidr"], "unchecked") for r in model.cable_table()}}
     return {"rows": rows, "counts": drift.counts(rows), "picture": picture}
